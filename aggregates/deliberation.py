@@ -1,0 +1,460 @@
+"""The Deliberation aggregate: one council of agents working on one task, as a state machine.
+
+PENDING → IN_PROGRESS → COMPLETED | FAILED | TIMEOUT | CANCELLED. Terminal states are final: a
+proposal that arrives after one is recorded as late and changes nothing. Every decision a later
+reader needs (the deadline, the winner, the ranking, who was missing at a timeout) is written into
+an event, never re-derived on read.
+
+Public command methods guard; private ``@event`` mutators change state. Mutators also run on
+replay, where ``__init__`` checks do not, so no check may live in a mutator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from eventsourcing.domain import Aggregate, event
+
+from aggregates.errors import (
+    DeadlineNotReachedError,
+    DeliberationClosedError,
+    DuplicateProposalError,
+    InvalidDeliberationError,
+    UnknownAgentError,
+)
+from aggregates.ids import deliberation_id
+from aggregates.values import (
+    MAX_AGENTS,
+    MAX_ROUNDS,
+    MAX_TASK_BYTES,
+    AgentId,
+    CheckOutcome,
+    DeliberationStatus,
+    Role,
+)
+
+
+@dataclass
+class ProposalState:
+    """One agent's answer in one round, as the aggregate holds it."""
+
+    agent_id: AgentId
+    round: int
+    content: str
+    model: str
+    tokens: int
+    latency_ms: int
+    received_at: datetime
+    score: float | None = None
+    checks: list[CheckOutcome] = field(default_factory=list)
+
+
+@dataclass
+class FailureState:
+    agent_id: AgentId
+    round: int
+    error: str
+
+
+class Deliberation(Aggregate):
+    """A council of ``num_agents`` agents of one ``role`` deliberating on ``task``."""
+
+    class Requested(Aggregate.Created):
+        """A deliberation was asked for. Carries everything the dispatcher needs, deadline included."""
+
+        task_id: str
+        task: str
+        role: str
+        num_agents: int
+        rounds: int
+        rubric: str
+        requirements: list[str]
+        metadata: dict[str, str]
+        timeout_seconds: int
+        deadline: datetime
+        plan_id: str
+        story_id: str
+        requested_by: str
+
+    class Started(Aggregate.Event):
+        """The dispatcher handed the work to these agents (the council for this deliberation)."""
+
+        agents: list[str]
+
+    class ProposalReceived(Aggregate.Event):
+        agent_id: str
+        round: int
+        content: str
+        model: str
+        tokens: int
+        latency_ms: int
+
+    class LateProposalReceived(Aggregate.Event):
+        """An answer that came after a terminal state: kept for the record, changes nothing."""
+
+        agent_id: str
+        round: int
+        content: str
+        model: str
+        status_at_arrival: str
+
+    class AgentFailed(Aggregate.Event):
+        agent_id: str
+        round: int
+        error: str
+
+    class ProposalScored(Aggregate.Event):
+        """Score in [0, 1] and the checks behind it (the seed's CheckSuite, flattened)."""
+
+        agent_id: str
+        score: float
+        checks: list[dict[str, Any]]
+
+    class Completed(Aggregate.Event):
+        winner: str
+        ranking: list[str]
+
+    class TimedOut(Aggregate.Event):
+        received: list[str]
+        missing: list[str]
+
+    class Failed(Aggregate.Event):
+        reason: str
+
+    class Cancelled(Aggregate.Event):
+        reason: str
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def request(
+        cls,
+        *,
+        task_id: str,
+        task: str,
+        role: Role | str,
+        num_agents: int,
+        rounds: int,
+        requested_at: datetime,
+        timeout_seconds: int,
+        rubric: str = "",
+        requirements: list[str] | None = None,
+        metadata: dict[str, str] | None = None,
+        plan_id: str = "",
+        story_id: str = "",
+        requested_by: str = "",
+    ) -> Deliberation:
+        """Validate a request and create the aggregate (guards live here, not in ``__init__``)."""
+        role_value = Role.parse(role).value
+        if not task_id.strip():
+            raise InvalidDeliberationError("task_id", "must not be empty")
+        if not task.strip():
+            raise InvalidDeliberationError("task_description", "must not be empty")
+        if len(task.encode()) > MAX_TASK_BYTES:
+            raise InvalidDeliberationError(
+                "task_description", f"is {len(task.encode())} bytes; at most {MAX_TASK_BYTES}"
+            )
+        if not 1 <= num_agents <= MAX_AGENTS:
+            raise InvalidDeliberationError("num_agents", f"{num_agents} not in 1..{MAX_AGENTS}")
+        if not 1 <= rounds <= MAX_ROUNDS:
+            raise InvalidDeliberationError("rounds", f"{rounds} not in 1..{MAX_ROUNDS}")
+        if timeout_seconds <= 0:
+            raise InvalidDeliberationError("timeout_seconds", f"{timeout_seconds} must be > 0")
+        # The id derives from the client's task id, so a repeated Deliberate cannot create two.
+        return cls._create(
+            cls.Requested,
+            id=deliberation_id(task_id),
+            task_id=task_id,
+            task=task,
+            role=role_value,
+            num_agents=num_agents,
+            rounds=rounds,
+            rubric=rubric,
+            requirements=list(requirements or []),
+            metadata=dict(metadata or {}),
+            timeout_seconds=timeout_seconds,
+            deadline=requested_at + timedelta(seconds=timeout_seconds),
+            plan_id=plan_id,
+            story_id=story_id,
+            requested_by=requested_by,
+        )
+
+    @event(Requested)
+    def __init__(
+        self,
+        *,
+        task_id: str,
+        task: str,
+        role: str,
+        num_agents: int,
+        rounds: int,
+        rubric: str,
+        requirements: list[str],
+        metadata: dict[str, str],
+        timeout_seconds: int,
+        deadline: datetime,
+        plan_id: str,
+        story_id: str,
+        requested_by: str,
+    ) -> None:
+        self.task_id = task_id
+        self.task = task
+        self.role = Role(role)
+        self.num_agents = num_agents
+        self.rounds = rounds
+        self.rubric = rubric
+        self.requirements = list(requirements)
+        self.metadata = dict(metadata)
+        self.timeout_seconds = timeout_seconds
+        self.deadline = deadline
+        self.plan_id = plan_id
+        self.story_id = story_id
+        self.requested_by = requested_by
+        self.status = DeliberationStatus.PENDING
+        self.agents: list[AgentId] = []
+        self.proposals: dict[tuple[AgentId, int], ProposalState] = {}
+        self.failures: dict[tuple[AgentId, int], FailureState] = {}
+        self.late: list[AgentId] = []
+        self.winner: AgentId | None = None
+        self.ranking: list[AgentId] = []
+        self.missing: list[AgentId] = []
+        self.reason = ""
+        self.finished_at: datetime | None = None
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status.is_terminal
+
+    @property
+    def requested_at(self) -> datetime:
+        return self.created_on
+
+    def default_agents(self) -> list[AgentId]:
+        """The council's agent ids: stable per role and position, so recovery finds the same ones."""
+        return [AgentId(f"{self.role.value.lower()}-agent-{i + 1}") for i in range(self.num_agents)]
+
+    def answered(self, round_no: int) -> set[AgentId]:
+        """Agents with a proposal or a failure recorded for ``round_no``."""
+        keys = set(self.proposals) | set(self.failures)
+        return {a for (a, r) in keys if r == round_no}
+
+    def outstanding(self, round_no: int) -> list[AgentId]:
+        """Agents still owing an answer for ``round_no``, in council order."""
+        done = self.answered(round_no)
+        return [a for a in self.agents if a not in done]
+
+    def round_proposals(self, round_no: int) -> list[ProposalState]:
+        return [p for (a, r), p in sorted(self.proposals.items()) if r == round_no]
+
+    def final_proposals(self) -> dict[AgentId, ProposalState]:
+        """Each agent's latest proposal (the last round it answered)."""
+        latest: dict[AgentId, ProposalState] = {}
+        for (agent, _), p in sorted(self.proposals.items(), key=lambda kv: kv[0][1]):
+            latest[agent] = p
+        return latest
+
+    # ------------------------------------------------------------------ commands
+
+    def start(self, agents: list[AgentId] | None = None) -> None:
+        """Mark the work handed out. Idempotent: a restarted dispatcher may call it again."""
+        if self.status is not DeliberationStatus.PENDING:
+            return
+        chosen = list(agents) if agents is not None else self.default_agents()
+        if len(chosen) != self.num_agents or len(set(chosen)) != len(chosen):
+            raise InvalidDeliberationError(
+                "agents", f"need {self.num_agents} distinct agent ids, got {chosen}"
+            )
+        self._started(agents=list(chosen))
+
+    def receive_proposal(
+        self,
+        *,
+        agent_id: AgentId,
+        round: int,
+        content: str,
+        model: str,
+        tokens: int,
+        latency_ms: int,
+    ) -> bool:
+        """Record an answer. Returns False when it came late (recorded, but changes nothing).
+
+        Raises:
+            DuplicateProposalError: this (agent, round) already has an answer.
+            UnknownAgentError: the agent is not on this council, or the round is out of range.
+        """
+        self._require_member(agent_id, round)
+        if self.is_terminal:
+            self._late_proposal(
+                agent_id=agent_id,
+                round=round,
+                content=content,
+                model=model,
+                status_at_arrival=self.status.value,
+            )
+            return False
+        if (agent_id, round) in self.proposals or (agent_id, round) in self.failures:
+            msg = f"Deliberation {self.id}: {agent_id} already answered round {round}"
+            raise DuplicateProposalError(msg)
+        if not content.strip():
+            raise InvalidDeliberationError("content", f"empty proposal from {agent_id}")
+        self._proposal_received(
+            agent_id=agent_id,
+            round=round,
+            content=content,
+            model=model,
+            tokens=tokens,
+            latency_ms=latency_ms,
+        )
+        return True
+
+    def fail_agent(self, *, agent_id: AgentId, round: int, error: str) -> bool:
+        """Record that an agent could not answer. Returns False when the deliberation is closed."""
+        self._require_member(agent_id, round)
+        if self.is_terminal:
+            return False
+        if (agent_id, round) in self.proposals or (agent_id, round) in self.failures:
+            msg = f"Deliberation {self.id}: {agent_id} already answered round {round}"
+            raise DuplicateProposalError(msg)
+        self._agent_failed(agent_id=agent_id, round=round, error=error or "unknown error")
+        return True
+
+    def score(self, *, agent_id: AgentId, score: float, checks: list[CheckOutcome]) -> None:
+        """Record the score of an agent's final proposal."""
+        self._require_open()
+        if agent_id not in self.final_proposals():
+            raise UnknownAgentError(f"Deliberation {self.id}: {agent_id} has no proposal to score")
+        if not 0.0 <= score <= 1.0:
+            raise InvalidDeliberationError("score", f"{score} not in [0, 1]")
+        self._scored(agent_id=agent_id, score=score, checks=[c.as_dict() for c in checks])
+
+    def complete(self) -> None:
+        """Choose the winner from the recorded scores; FAILED when no agent produced anything.
+
+        The ranking sorts by score, then by a hash of (deliberation, content), so it does not
+        depend on the order agents were numbered or answered in.
+        """
+        self._require_open()
+        final = self.final_proposals()
+        if not final:
+            reasons = "; ".join(f"{f.agent_id}: {f.error}" for f in self.failures.values())
+            self._failed(reason=f"every agent failed ({reasons or 'no answers'})")
+            return
+        unscored = [a for a, p in final.items() if p.score is None]
+        if unscored:
+            msg = f"Deliberation {self.id}: proposals of {unscored} are not scored"
+            raise InvalidDeliberationError("scores", msg)
+
+        def key(p: ProposalState) -> tuple[float, str]:
+            digest = hashlib.sha256(f"{self.id}:{p.content}".encode()).hexdigest()
+            return (-(p.score or 0.0), digest)
+
+        ranking = [p.agent_id for p in sorted(final.values(), key=key)]
+        self._completed(winner=ranking[0], ranking=ranking)
+
+    def time_out(self, now: datetime) -> None:
+        """Close at the deadline, keeping what was received and naming who was missing."""
+        self._require_open()
+        if now < self.deadline:
+            msg = f"Deliberation {self.id}: deadline {self.deadline.isoformat()} not reached"
+            raise DeadlineNotReachedError(msg)
+        received = sorted(self.final_proposals())
+        agents = self.agents or self.default_agents()
+        missing = [a for a in agents if a not in received]
+        self._timed_out(received=list(received), missing=missing)
+
+    def fail(self, reason: str) -> None:
+        self._require_open()
+        self._failed(reason=reason)
+
+    def cancel(self, reason: str = "") -> None:
+        self._require_open()
+        self._cancelled(reason=reason)
+
+    # ------------------------------------------------------------------ guards
+
+    def _require_open(self) -> None:
+        if self.is_terminal:
+            msg = f"Deliberation {self.id} is {self.status.value}"
+            raise DeliberationClosedError(msg)
+
+    def _require_member(self, agent_id: AgentId, round_no: int) -> None:
+        agents = self.agents or self.default_agents()
+        if agent_id not in agents:
+            raise UnknownAgentError(f"Deliberation {self.id}: {agent_id} is not on the council")
+        if not 0 <= round_no < self.rounds:
+            raise UnknownAgentError(
+                f"Deliberation {self.id}: round {round_no} not in 0..{self.rounds - 1}"
+            )
+
+    # ------------------------------------------------------------------ mutators
+
+    @event(Started)
+    def _started(self, agents: list[str]) -> None:
+        self.agents = [AgentId(a) for a in agents]
+        self.status = DeliberationStatus.IN_PROGRESS
+
+    @event(ProposalReceived)
+    def _proposal_received(
+        self, agent_id: str, round: int, content: str, model: str, tokens: int, latency_ms: int
+    ) -> None:
+        if not self.agents:  # a proposal before Started (another dispatcher raced): implied start
+            self.agents = self.default_agents()
+        self.status = DeliberationStatus.IN_PROGRESS
+        self.proposals[(AgentId(agent_id), round)] = ProposalState(
+            agent_id=AgentId(agent_id),
+            round=round,
+            content=content,
+            model=model,
+            tokens=tokens,
+            latency_ms=latency_ms,
+            received_at=self.modified_on,
+        )
+
+    @event(LateProposalReceived)
+    def _late_proposal(
+        self, agent_id: str, round: int, content: str, model: str, status_at_arrival: str
+    ) -> None:
+        self.late.append(AgentId(agent_id))
+
+    @event(AgentFailed)
+    def _agent_failed(self, agent_id: str, round: int, error: str) -> None:
+        if not self.agents:
+            self.agents = self.default_agents()
+        self.status = DeliberationStatus.IN_PROGRESS
+        self.failures[(AgentId(agent_id), round)] = FailureState(AgentId(agent_id), round, error)
+
+    @event(ProposalScored)
+    def _scored(self, agent_id: str, score: float, checks: list[dict[str, Any]]) -> None:
+        proposal = self.final_proposals()[AgentId(agent_id)]
+        proposal.score = score
+        proposal.checks = [CheckOutcome.from_dict(c) for c in checks]
+
+    @event(Completed)
+    def _completed(self, winner: str, ranking: list[str]) -> None:
+        self.status = DeliberationStatus.COMPLETED
+        self.winner = AgentId(winner)
+        self.ranking = [AgentId(a) for a in ranking]
+        self.finished_at = self.modified_on
+
+    @event(TimedOut)
+    def _timed_out(self, received: list[str], missing: list[str]) -> None:
+        self.status = DeliberationStatus.TIMEOUT
+        self.missing = [AgentId(a) for a in missing]
+        self.finished_at = self.modified_on
+
+    @event(Failed)
+    def _failed(self, reason: str) -> None:
+        self.status = DeliberationStatus.FAILED
+        self.reason = reason
+        self.finished_at = self.modified_on
+
+    @event(Cancelled)
+    def _cancelled(self, reason: str) -> None:
+        self.status = DeliberationStatus.CANCELLED
+        self.reason = reason
+        self.finished_at = self.modified_on

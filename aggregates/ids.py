@@ -1,0 +1,18 @@
+"""Deterministic ids: the same client task id (or plan and role) always names the same aggregate."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid5
+
+# Fixed forever: changing it would re-key every stored deliberation.
+FLEET_NAMESPACE = UUID("6f1c2a7e-3d4b-5a69-8e0f-1b2c3d4e5f60")
+
+
+def deliberation_id(task_id: str) -> UUID:
+    """The aggregate id of the deliberation a client calls ``task_id``."""
+    return uuid5(FLEET_NAMESPACE, f"deliberation:{task_id}")
+
+
+def plan_deliberation_task_id(plan_id: str, role: str) -> str:
+    """The task id of the deliberation a plan spawns for one role (redelivery-safe)."""
+    return f"plan:{plan_id}:{role}"

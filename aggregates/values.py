@@ -1,0 +1,83 @@
+"""Small value types shared by the domain and its edges: ids, roles, statuses, check outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, NewType
+
+from aggregates.errors import InvalidDeliberationError
+
+AgentId = NewType("AgentId", str)
+
+MAX_AGENTS = 16
+MAX_ROUNDS = 5
+MAX_TASK_BYTES = 64 * 1024
+
+
+class Role(str, Enum):
+    DEV = "DEV"
+    QA = "QA"
+    ARCHITECT = "ARCHITECT"
+    DEVOPS = "DEVOPS"
+    DATA = "DATA"
+
+    @classmethod
+    def parse(cls, value: Role | str) -> Role:
+        """Accept any case; an unknown role is an error that names the field and the choices."""
+        if isinstance(value, Role):
+            return value
+        try:
+            return cls(value.strip().upper())
+        except ValueError:
+            choices = ", ".join(r.value for r in cls)
+            raise InvalidDeliberationError("role", f"{value!r} is not one of {choices}") from None
+
+
+class DeliberationStatus(str, Enum):
+    """The seed's status enum (names and order), with CANCELLED added at the end."""
+
+    PENDING = "PENDING"
+    IN_PROGRESS = "IN_PROGRESS"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset(
+    {
+        DeliberationStatus.COMPLETED,
+        DeliberationStatus.FAILED,
+        DeliberationStatus.TIMEOUT,
+        DeliberationStatus.CANCELLED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check on a proposal, in the seed's CheckResult shape (policy, lint, dryrun, …)."""
+
+    check_type: str
+    passed: bool
+    score: float
+    message: str = ""
+    details: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckOutcome:
+        return cls(
+            check_type=str(data["check_type"]),
+            passed=bool(data["passed"]),
+            score=float(data["score"]),
+            message=str(data.get("message", "")),
+            details={str(k): str(v) for k, v in dict(data.get("details", {})).items()},
+        )
