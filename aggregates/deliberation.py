@@ -62,8 +62,20 @@ class FailureState:
 class Deliberation(Aggregate):
     """A council of ``num_agents`` agents of one ``role`` deliberating on ``task``."""
 
+    class Event(Aggregate.Event):
+        """Base of the deliberation's events: mutators can read the time of the event applied.
+
+        The library sets ``modified_on`` only after a mutator runs, so a mutator that used it
+        would record the previous event's time.
+        """
+
+        def mutate(self, aggregate: Any) -> Any:
+            if aggregate is not None:
+                aggregate.event_time = self.timestamp
+            return super().mutate(aggregate)
+
     class Requested(Aggregate.Created):
-        """A deliberation was asked for. Carries everything the dispatcher needs, deadline included."""
+        """A deliberation was asked for, with everything the dispatcher needs (the deadline too)."""
 
         task_id: str
         task: str
@@ -79,12 +91,12 @@ class Deliberation(Aggregate):
         story_id: str
         requested_by: str
 
-    class Started(Aggregate.Event):
+    class Started(Event):
         """The dispatcher handed the work to these agents (the council for this deliberation)."""
 
         agents: list[str]
 
-    class ProposalReceived(Aggregate.Event):
+    class ProposalReceived(Event):
         agent_id: str
         round: int
         content: str
@@ -92,7 +104,7 @@ class Deliberation(Aggregate):
         tokens: int
         latency_ms: int
 
-    class LateProposalReceived(Aggregate.Event):
+    class LateProposalReceived(Event):
         """An answer that came after a terminal state: kept for the record, changes nothing."""
 
         agent_id: str
@@ -101,30 +113,30 @@ class Deliberation(Aggregate):
         model: str
         status_at_arrival: str
 
-    class AgentFailed(Aggregate.Event):
+    class AgentFailed(Event):
         agent_id: str
         round: int
         error: str
 
-    class ProposalScored(Aggregate.Event):
+    class ProposalScored(Event):
         """Score in [0, 1] and the checks behind it (the seed's CheckSuite, flattened)."""
 
         agent_id: str
         score: float
         checks: list[dict[str, Any]]
 
-    class Completed(Aggregate.Event):
+    class Completed(Event):
         winner: str
         ranking: list[str]
 
-    class TimedOut(Aggregate.Event):
+    class TimedOut(Event):
         received: list[str]
         missing: list[str]
 
-    class Failed(Aggregate.Event):
+    class Failed(Event):
         reason: str
 
-    class Cancelled(Aggregate.Event):
+    class Cancelled(Event):
         reason: str
 
     # ------------------------------------------------------------------ creation
@@ -223,6 +235,7 @@ class Deliberation(Aggregate):
         self.missing: list[AgentId] = []
         self.reason = ""
         self.finished_at: datetime | None = None
+        self.event_time: datetime = self.created_on
 
     # ------------------------------------------------------------------ queries
 
@@ -235,7 +248,7 @@ class Deliberation(Aggregate):
         return self.created_on
 
     def default_agents(self) -> list[AgentId]:
-        """The council's agent ids: stable per role and position, so recovery finds the same ones."""
+        """The council's agent ids: stable per role and position, so recovery finds them again."""
         return [AgentId(f"{self.role.value.lower()}-agent-{i + 1}") for i in range(self.num_agents)]
 
     def answered(self, round_no: int) -> set[AgentId]:
@@ -412,7 +425,7 @@ class Deliberation(Aggregate):
             model=model,
             tokens=tokens,
             latency_ms=latency_ms,
-            received_at=self.modified_on,
+            received_at=self.event_time,
         )
 
     @event(LateProposalReceived)
@@ -439,22 +452,22 @@ class Deliberation(Aggregate):
         self.status = DeliberationStatus.COMPLETED
         self.winner = AgentId(winner)
         self.ranking = [AgentId(a) for a in ranking]
-        self.finished_at = self.modified_on
+        self.finished_at = self.event_time
 
     @event(TimedOut)
     def _timed_out(self, received: list[str], missing: list[str]) -> None:
         self.status = DeliberationStatus.TIMEOUT
         self.missing = [AgentId(a) for a in missing]
-        self.finished_at = self.modified_on
+        self.finished_at = self.event_time
 
     @event(Failed)
     def _failed(self, reason: str) -> None:
         self.status = DeliberationStatus.FAILED
         self.reason = reason
-        self.finished_at = self.modified_on
+        self.finished_at = self.event_time
 
     @event(Cancelled)
     def _cancelled(self, reason: str) -> None:
         self.status = DeliberationStatus.CANCELLED
         self.reason = reason
-        self.finished_at = self.modified_on
+        self.finished_at = self.event_time

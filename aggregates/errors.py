@@ -8,7 +8,7 @@ class DeliberationError(Exception):
 
 
 class InvalidDeliberationError(DeliberationError, ValueError):
-    """A request or command argument is invalid; ``field`` names which one (for INVALID_ARGUMENT)."""
+    """A request or command argument is invalid; ``field`` names it (for INVALID_ARGUMENT)."""
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")
