@@ -1,0 +1,140 @@
+"""A private server process on a loopback port: start, wait until it answers, stop, kill.
+
+The embedded default and the tests run their own nats-server, redis/valkey-server and llama.cpp
+server. Each one listens on a free port on 127.0.0.1 (never a standard port, so it never collides
+with a server the machine already runs), can be killed with SIGKILL and restarted on the same port
+and data directory, and is always stopped by the process that started it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """Return a TCP port that was free on ``host`` a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(host: str, port: int) -> bool:
+    """True when something accepts TCP connections on (host, port)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+class ServerProcessError(RuntimeError):
+    """A private server did not start, or died; the message names it and its log file."""
+
+
+class ServerProcess:
+    """One child server process. Not thread-safe; owned by whoever started it.
+
+    Args:
+        name: what to call it in messages ("nats-server").
+        argv: the command line.
+        port: the port it listens on (already chosen by the caller).
+        log_path: where its stdout and stderr go, so a failure message can point at them.
+        ready: a check that returns True once the server answers; defaults to "port accepts".
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        port: int,
+        log_path: Path,
+        ready: Callable[[], bool] | None = None,
+        env: dict[str, str] | None = None,
+        host: str = LOOPBACK,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.host = host
+        self.port = port
+        self.log_path = log_path
+        self._ready = ready or (lambda: port_open(self.host, self.port))
+        self._env = env
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self, *, timeout: float = 30.0) -> None:
+        """Start the process and block until it is ready (or raise with the log's tail)."""
+        if self.running():
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        env = {**os.environ, **(self._env or {})}
+        # A new session, so a Ctrl-C meant for the parent does not kill the child first.
+        self._proc = subprocess.Popen(
+            self.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                msg = f"{self.name} exited with code {self._proc.returncode} on start"
+                raise ServerProcessError(f"{msg}; log {self.log_path}:\n{self.log_tail()}")
+            with contextlib.suppress(Exception):
+                if self._ready():
+                    return
+            time.sleep(0.05)
+        self.kill()
+        msg = f"{self.name} not ready on {self.host}:{self.port} after {timeout:.0f} s"
+        raise ServerProcessError(f"{msg}; log {self.log_path}:\n{self.log_tail()}")
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout``. Idempotent."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would. Idempotent."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.kill()
+        self._proc.wait(10)
+
+    def restart(self, *, timeout: float = 30.0) -> None:
+        """Start again on the same port and data directory (after stop() or kill())."""
+        self.stop()
+        self.start(timeout=timeout)
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

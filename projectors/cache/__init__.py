@@ -1,0 +1,21 @@
+"""The cache projection: each deliberation's status and results, equal to the replay of its events.
+
+``ValkeyDeliberationBoard`` lives in ``projectors.cache.valkey`` (imported from there, so this
+package loads no client library).
+"""
+
+from projectors.cache.board import DeliberationBoard, InMemoryDeliberationBoard
+from projectors.cache.fold import evolve
+from projectors.cache.projection import CacheProjection
+from projectors.cache.view import DeliberationView, FailureView, ResultView, view_from_aggregate
+
+__all__ = [
+    "CacheProjection",
+    "DeliberationBoard",
+    "DeliberationView",
+    "FailureView",
+    "InMemoryDeliberationBoard",
+    "ResultView",
+    "evolve",
+    "view_from_aggregate",
+]

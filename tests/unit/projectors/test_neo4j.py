@@ -1,0 +1,73 @@
+"""The Neo4j adapter's transaction functions, on a stand-in for the driver's transaction.
+
+No Neo4j server runs here; the stand-in records what the adapter sends, so these tests pin the
+order (lock the position, compare, write, move) and the rejection of a passed position.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from projectors.errors import ReadOnlyQueryError
+from projectors.graph.neo4j import CONSTRAINTS, Neo4jGraph, _apply_tx
+from projectors.graph.statements import WRITE_POSITION, Statement
+
+
+class _Result:
+    def __init__(self, record: dict[str, Any] | None) -> None:
+        self._record = record
+
+    def single(self) -> dict[str, Any] | None:
+        return self._record
+
+    def consume(self) -> None:
+        return None
+
+
+class FakeTransaction:
+    """Stands in for ``neo4j.ManagedTransaction``: a stored position and a log of what ran."""
+
+    def __init__(self, position: int | None) -> None:
+        self.position = position
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+
+    def run(self, cypher: str, params: dict[str, Any] | None = None, **kw: Any) -> _Result:
+        self.ran.append((cypher, {**(params or {}), **kw}))
+        if "RETURN x.position" in cypher:
+            return _Result({"position": self.position or 0})
+        return _Result(None)
+
+
+def test_apply_locks_compares_writes_then_moves_the_position() -> None:
+    tx = FakeTransaction(position=4)
+    statements = [Statement("MERGE (a:Agent {id: $id})", {"id": "a"})]
+    assert _apply_tx(tx, "graph", 5, statements)  # type: ignore[arg-type]
+    assert "SET x.position = coalesce" in tx.ran[0][0]  # the lock comes first
+    assert tx.ran[1] == ("MERGE (a:Agent {id: $id})", {"id": "a"})
+    assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 5})
+
+
+@pytest.mark.parametrize("stored", [5, 9])
+def test_apply_rejects_a_passed_position(stored: int) -> None:
+    tx = FakeTransaction(position=stored)
+    assert not _apply_tx(tx, "graph", 5, [Statement("MERGE (a:Agent {id: 'a'})")])  # type: ignore[arg-type]
+    assert len(tx.ran) == 1
+
+
+def test_constraints_cover_every_merge_key() -> None:
+    text = "\n".join(CONSTRAINTS)
+    for label in ("Plan", "Deliberation", "Agent", "Proposal", "Event"):
+        assert f"(n:{label}) REQUIRE n.id IS UNIQUE" in text
+    assert "(n:Projection) REQUIRE n.name IS UNIQUE" in text
+
+
+def test_queries_are_guarded_before_any_connection() -> None:
+    neo4j = pytest.importorskip("neo4j")
+    driver = neo4j.GraphDatabase.driver("neo4j://127.0.0.1:1")  # never connects
+    graph = Neo4jGraph(driver, owns_driver=True)
+    with pytest.raises(ReadOnlyQueryError):
+        graph.query("MATCH (n) DETACH DELETE n")
+    graph.close()
+    graph.close()
