@@ -13,3 +13,11 @@ class ProjectionStoppedError(ProjectionError):
 
 class ReadOnlyQueryError(ProjectionError):
     """A query given to the read-only query API would write (or load, or call procedures)."""
+
+
+class InvalidQueryError(ProjectionError):
+    """The graph engine rejected a read query (syntax, unknown label or property, bad parameter).
+
+    Adapters translate their engine's error into this one, so callers can tell a user's bad query
+    (INVALID_ARGUMENT) from an engine that is down (UNAVAILABLE).
+    """

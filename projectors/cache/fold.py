@@ -10,7 +10,6 @@ readers fall back to a replay, while a guessed one could be wrong. Equality with
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 from functools import singledispatch
 
 from aggregates import CheckOutcome, Deliberation, DeliberationStatus

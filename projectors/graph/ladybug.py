@@ -19,6 +19,7 @@ from typing import Any
 
 import ladybug
 
+from projectors.errors import InvalidQueryError
 from projectors.graph.guard import require_read_only
 from projectors.graph.port import DEFAULT_LIMIT, DecisionGraph, Row
 from projectors.graph.statements import READ_POSITION, WRITE_POSITION, Statement
@@ -100,7 +101,11 @@ class LadybugGraph(DecisionGraph):
     ) -> list[Row]:
         require_read_only(cypher)
         with self._read_lock:
-            return _rows(self._read.execute(cypher, dict(params or {})), limit)
+            try:
+                result = self._read.execute(cypher, dict(params or {}))
+            except RuntimeError as e:  # ladybug reports parser and binder errors this way
+                raise InvalidQueryError(str(e)) from e
+            return _rows(result, limit)
 
     def close(self) -> None:
         if self._closed:

@@ -23,7 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neo4j import READ_ACCESS, Driver, ManagedTransaction
+from neo4j.exceptions import ClientError
 
+from projectors.errors import InvalidQueryError
 from projectors.graph.guard import require_read_only
 from projectors.graph.port import DEFAULT_LIMIT, DecisionGraph, Row
 from projectors.graph.statements import READ_POSITION, WRITE_POSITION, Statement
@@ -124,7 +126,10 @@ class Neo4jGraph(DecisionGraph):
         with self._driver.session(
             database=self._database, default_access_mode=READ_ACCESS
         ) as session:
-            return session.execute_read(_read_tx, cypher, dict(params or {}), limit)
+            try:
+                return session.execute_read(_read_tx, cypher, dict(params or {}), limit)
+            except ClientError as e:  # syntax, unknown names, bad parameters: the caller's query
+                raise InvalidQueryError(f"{e.code}: {e.message}") from e
 
     def close(self) -> None:
         if self._closed:
