@@ -1,0 +1,110 @@
+"""The agent runtime's interface: what a dispatcher may know about running agents.
+
+Dispatchers import this module only (never Ray): one ``*Input`` object per call, so adding a field
+breaks no signature (Temporal's interceptor style). ``RayAgentRuntime`` is the production
+implementation; tests may use fakes that satisfy the same Protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from aggregates.values import CheckOutcome
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How one agent samples: recorded so a run can be repeated and diversity is visible."""
+
+    model: str = ""
+    temperature: float = 0.7
+    seed: int | None = None
+    persona: str = ""
+    max_tokens: int = 384
+
+
+@dataclass(frozen=True)
+class PeerProposal:
+    agent_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """One agent's work for one round of one deliberation."""
+
+    deliberation_id: str
+    agent_id: str
+    role: str
+    round: int
+    task: str
+    rubric: str = ""
+    requirements: tuple[str, ...] = ()
+    peers: tuple[PeerProposal, ...] = ()
+    """Peers' latest proposals (rounds after the first): the agent critiques and revises."""
+    own_previous: str = ""
+    sampling: Sampling = field(default_factory=Sampling)
+    timeout_s: float = 120.0
+
+    @property
+    def key(self) -> str:
+        """Deterministic id of this piece of work: a redelivery has the same key."""
+        return f"{self.deliberation_id}:{self.round}:{self.agent_id}"
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    agent_id: str
+    round: int
+    content: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    agent_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class AssessmentInput:
+    """Score the final proposals of one deliberation."""
+
+    deliberation_id: str
+    role: str
+    task: str
+    rubric: str
+    requirements: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    agent_id: str
+    score: float
+    """In [0, 1]; higher is better."""
+    checks: tuple[CheckOutcome, ...]
+
+
+class AgentRuntimeError(Exception):
+    """Root of the runtime's errors."""
+
+
+class AgentTurnError(AgentRuntimeError):
+    """An agent could not produce an answer; the message says why (recorded as AgentFailed)."""
+
+
+class AgentRuntime(Protocol):
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        """Run one agent turn. Raises AgentTurnError (never returns fabricated content)."""
+        ...
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        """Score candidates: executable checks where the role allows, one Assessment each."""
+        ...
+
+    async def close(self) -> None: ...

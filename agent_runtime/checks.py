@@ -1,0 +1,310 @@
+"""Executable checks on proposals, and the skeleton score built from them. Pure functions.
+
+The seed's checks were stubs that always passed, so every score tied and agent 1 always won.
+These checks look at the text. Nothing here ever *executes* model output: "dryrun" is
+``compile()`` (parse and byte-compile, no execution), and "lint" is a static pass over the
+symbol tables that the compiler builds (``symtable``), which finds undefined names and unused
+imports the way pyflakes does for the common cases, with no new dependency.
+
+Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
+
+* ``policy``  every role: the answer is non-empty and mentions the requirements; DEV answers must
+  also contain a Python code block.
+* ``dryrun``  DEV: every Python code block compiles (``details["mode"] == "compile"``).
+* ``lint``    DEV: no undefined names in the compiling blocks; unused imports are warnings.
+
+Score formula (each check's own score is in [0, 1]):
+
+* requirement coverage ``cov`` = fraction of requirements "mentioned": at least half of a
+  requirement's significant words (4+ letters; all its words when it has none that long) occur
+  in the answer, case-insensitively. No requirements → 1.
+* policy score: empty answer → 0. DEV: ``0.5·has_code + 0.5·cov``. Other roles: ``0.5 + 0.5·cov``.
+* dryrun score: compiling blocks / blocks (0 with no block).
+* lint score: ``max(0, 1/(1 + errors) - 0.05·warnings)`` (0 with no compiling code).
+* total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``.
+
+A DEV answer without code therefore scores at most 0.3, and one that compiles and lints clean
+with full coverage scores 1. Peer ratings are added by a later step; keep this a function of one
+``AssessmentInput`` so it can be combined, not rewritten.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import symtable
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_runtime.api import Assessment, AssessmentInput, Candidate
+from aggregates.values import CheckOutcome
+
+__all__ = [
+    "CODE_ROLES",
+    "CodeBlock",
+    "LintReport",
+    "assess_candidate",
+    "assess_candidates",
+    "dryrun_check",
+    "extract_code_blocks",
+    "lint_check",
+    "lint_source",
+    "policy_check",
+    "requirement_coverage",
+]
+
+CODE_ROLES = frozenset({"DEV"})
+"""Roles whose answers must carry code that compiles and lints."""
+
+MAX_CODE_CHARS = 64_000
+"""Longer code is not compiled: a pathological answer must not stall the scorer."""
+
+WEIGHTS_CODE = {"policy": 0.3, "dryrun": 0.35, "lint": 0.35}
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_PY_TAGS = frozenset({"python", "py", "python3", "py3"})
+_WORD = re.compile(r"[a-z0-9_]+")
+_MODULE_NAMES = frozenset(
+    {"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__", "__package__"}
+    | {"__annotations__", "__dict__", "__path__", "__qualname__", "__module__", "__class__"}
+)
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    language: str
+    code: str
+
+
+@dataclass(frozen=True)
+class LintReport:
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+def extract_code_blocks(text: str) -> list[CodeBlock]:
+    """Python code from fenced blocks: tagged python/py; untagged ones only if none is tagged.
+
+    An unclosed last fence (the answer was cut by ``max_tokens``) still counts, so a truncated
+    program fails to compile instead of vanishing from the score.
+    """
+    blocks = [CodeBlock(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
+    tagged = [b for b in blocks if b.language in _PY_TAGS]
+    chosen = tagged or [b for b in blocks if not b.language]
+    return [b for b in chosen if b.code.strip()]
+
+
+# ----------------------------------------------------------------------------- compile and lint
+
+
+def _compile_error(code: str) -> str | None:
+    if len(code) > MAX_CODE_CHARS:
+        return f"code longer than {MAX_CODE_CHARS} characters"
+    try:
+        compile(code, "<proposal>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def lint_source(code: str) -> LintReport:
+    """Undefined names (errors) and unused imports (warnings), from the compiler's symbol tables.
+
+    Module-level names are those bound anywhere at module level or declared ``global`` and bound
+    in any scope; a name looked up globally (from the module, a function or a class body) that is
+    neither that nor a builtin is undefined. A star import turns the undefined-name pass off,
+    as pyflakes does, because it can bind anything.
+    """
+    try:
+        top = symtable.symtable(code, "<proposal>", "exec")
+    except (SyntaxError, ValueError, RecursionError) as e:
+        return LintReport(errors=(f"cannot analyse: {e}",), warnings=())
+    tables = _walk(top)
+    module_bound: set[str] = set()
+    for sym in top.get_symbols():
+        if sym.is_assigned() or sym.is_imported() or sym.is_namespace():
+            module_bound.add(sym.get_name())
+    for table in tables:
+        for sym in table.get_symbols():
+            if sym.is_declared_global() and (sym.is_assigned() or sym.is_imported()):
+                module_bound.add(sym.get_name())
+    star_import = _has_star_import(code)
+    known = module_bound | set(dir(builtins)) | _MODULE_NAMES
+    errors: list[str] = []
+    if not star_import:
+        for table in tables:
+            for sym in table.get_symbols():
+                name = sym.get_name()
+                if not sym.is_referenced() or name in known:
+                    continue
+                looked_up_globally = (
+                    table is top and not sym.is_assigned() and not sym.is_imported()
+                ) or (table is not top and sym.is_global())
+                if looked_up_globally:
+                    errors.append(f"undefined name {name!r} in {_scope_name(table)}")
+    warnings = [f"{name!r} imported but unused" for name in _unused_imports(code)]
+    return LintReport(errors=tuple(sorted(set(errors))), warnings=tuple(warnings))
+
+
+def _walk(table: symtable.SymbolTable) -> list[symtable.SymbolTable]:
+    out = [table]
+    for child in table.get_children():
+        out.extend(_walk(child))
+    return out
+
+
+def _scope_name(table: symtable.SymbolTable) -> str:
+    return "module" if table.get_type() == "module" else f"{table.get_type()} {table.get_name()}"
+
+
+def _has_star_import(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return any(
+        isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+        for n in ast.walk(tree)
+    )
+
+
+def _unused_imports(code: str) -> list[str]:
+    """Module-level imports never used anywhere (a name in ``__all__`` counts as used)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    imported: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*" or (
+                    isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                ):
+                    continue
+                bound = alias.asname or alias.name.split(".")[0]
+                imported.setdefault(bound, node.lineno)
+    used: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            used.add(n.id)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            used.add(n.value)  # __all__ entries and string annotations
+    return [name for name in imported if name not in used]
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def requirement_coverage(content: str, requirements: Sequence[str]) -> tuple[float, list[str]]:
+    """(fraction of requirements mentioned, the ones that are not)."""
+    reqs = [r for r in requirements if r.strip()]
+    if not reqs:
+        return 1.0, []
+    words = set(_WORD.findall(content.lower()))
+    missing: list[str] = []
+    for req in reqs:
+        req_words = _WORD.findall(req.lower())
+        significant = [w for w in req_words if len(w) >= 4] or req_words
+        hits = sum(1 for w in significant if w in words)
+        if not significant or hits * 2 < len(significant):
+            missing.append(req)
+    return (len(reqs) - len(missing)) / len(reqs), missing
+
+
+def policy_check(content: str, role: str, requirements: Sequence[str]) -> CheckOutcome:
+    """Non-empty, mentions the requirements, and (DEV) carries a Python code block."""
+    text = content.strip()
+    if not text:
+        return CheckOutcome("policy", False, 0.0, "empty proposal", {"violations": "empty"})
+    coverage, missing = requirement_coverage(text, requirements)
+    violations = [f"requirement not mentioned: {r}" for r in missing]
+    details = {"coverage": f"{coverage:.3f}"}
+    if role.upper() in CODE_ROLES:
+        has_code = bool(extract_code_blocks(text))
+        if not has_code:
+            violations.insert(0, "no python code block")
+        score = 0.5 * float(has_code) + 0.5 * coverage
+        passed = has_code
+    else:
+        score = 0.5 + 0.5 * coverage
+        passed = True
+    if violations:
+        details["violations"] = "; ".join(violations)
+    message = "ok" if not violations else violations[0]
+    return CheckOutcome("policy", passed, round(score, 4), message, details)
+
+
+def dryrun_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
+    """Every block compiles (no execution: model output never runs on our machines)."""
+    if not blocks:
+        return CheckOutcome("dryrun", False, 0.0, "no code to compile", {"mode": "compile"})
+    failures = [(i, err) for i, b in enumerate(blocks) if (err := _compile_error(b.code))]
+    ok = len(blocks) - len(failures)
+    details = {"mode": "compile", "blocks": str(len(blocks)), "compiled": str(ok)}
+    if failures:
+        details["errors"] = "; ".join(f"block {i + 1}: {e}" for i, e in failures)
+    message = (
+        "all blocks compile" if not failures else f"block {failures[0][0] + 1}: {failures[0][1]}"
+    )
+    return CheckOutcome(
+        "dryrun",
+        not failures,
+        round(ok / len(blocks), 4),
+        message,
+        details | {"exit_code": "0" if not failures else "1"},
+    )
+
+
+def lint_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
+    """Lint the compiling blocks as one module (later blocks may use earlier definitions)."""
+    code = "\n\n".join(b.code for b in blocks if _compile_error(b.code) is None)
+    if not code.strip():
+        return CheckOutcome(
+            "lint",
+            False,
+            0.0,
+            "no compiling code to lint",
+            {"error_count": "0", "warning_count": "0"},
+        )
+    report = lint_source(code)
+    n_err, n_warn = len(report.errors), len(report.warnings)
+    score = max(0.0, 1.0 / (1 + n_err) - 0.05 * n_warn)
+    details = {"error_count": str(n_err), "warning_count": str(n_warn)}
+    if report.errors:
+        details["errors"] = "; ".join(report.errors)
+    if report.warnings:
+        details["warnings"] = "; ".join(report.warnings)
+    message = report.errors[0] if report.errors else f"clean ({n_warn} warnings)"
+    return CheckOutcome("lint", n_err == 0, round(score, 4), message, details)
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def assess_candidate(candidate: Candidate, role: str, requirements: Sequence[str]) -> Assessment:
+    """The checks and the total score of one proposal (formula in the module docstring)."""
+    policy = policy_check(candidate.content, role, requirements)
+    if role.upper() not in CODE_ROLES:
+        return Assessment(candidate.agent_id, policy.score, (policy,))
+    blocks = extract_code_blocks(candidate.content)
+    dryrun = dryrun_check(blocks)
+    lint = lint_check(blocks)
+    checks = (policy, dryrun, lint)
+    total = sum(WEIGHTS_CODE[c.check_type] * c.score for c in checks)
+    return Assessment(candidate.agent_id, round(min(max(total, 0.0), 1.0), 4), checks)
+
+
+def assess_candidates(request: AssessmentInput) -> list[Assessment]:
+    """One Assessment per candidate, in the candidates' order.
+
+    Each score depends only on that candidate's text, the role and the requirements, never on
+    its position, so a winner chosen from these scores does not depend on agent order.
+    """
+    return [assess_candidate(c, request.role, request.requirements) for c in request.candidates]

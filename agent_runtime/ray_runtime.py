@@ -1,0 +1,297 @@
+"""The production AgentRuntime: warm pools of Ray async actors, one pool per role (a council).
+
+Pools are created once, at start-up, and serve every deliberation; an actor is never created per
+deliberation (the seed paid actor start-up, seconds on a loaded machine, on every request). An
+agent id maps to an actor of its role's pool deterministically (a trailing number is used as the
+index, otherwise CRC-32 of the id), so a redelivered turn goes where the first one went.
+
+Actors are async (``async def`` methods), so one actor serves many turns at once while each waits
+on HTTP; they reserve no CPU (``num_cpus=0``): the work is I/O-bound and the model server owns
+the cores. ``max_restarts`` brings a dead actor back; ``max_task_retries=1`` re-sends a turn that
+was running when its actor died, which is safe because a turn is idempotent by its key (the
+dispatcher records one answer per agent and round).
+
+The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
+initialises Ray. In async code we ``await`` object refs and never call ``ray.get``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.actor import ActorHandle
+from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+
+from agent_runtime.api import (
+    AgentRuntimeError,
+    AgentTurn,
+    AgentTurnError,
+    Assessment,
+    AssessmentInput,
+    TurnResult,
+)
+from agent_runtime.council import CouncilMember, EndpointConfig
+from agent_runtime.openai_client import RetryPolicy
+
+__all__ = ["ActorStats", "AgentActor", "RayAgentRuntime", "pool_index"]
+
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+
+DRIVER_GRACE_S = 5.0
+"""Extra time the driver waits past a turn's own timeout before giving up on the actor (the
+client enforces the turn's deadline; this only catches a stuck or dead actor)."""
+
+
+@dataclass(frozen=True)
+class ActorStats:
+    """What one actor has done: lets tests and operators see that pools stay warm."""
+
+    role: str
+    index: int
+    actor_id: str
+    pid: int
+    turns_served: int
+    turns_failed: int
+
+
+def pool_index(agent_id: str, pool_size: int) -> int:
+    """Which actor of a pool serves ``agent_id``: stable across processes and restarts.
+
+    ``agent-dev-2`` → 2 mod size (so a deliberation's agents spread over the pool);
+    other ids → CRC-32 mod size (Python's ``hash`` is salted per process, so it is not used).
+    """
+    if pool_size < 1:
+        raise ValueError(f"pool_size must be >= 1, got {pool_size}")
+    m = _TRAILING_NUMBER.search(agent_id)
+    key = int(m.group(1)) if m else zlib.crc32(agent_id.encode())
+    return key % pool_size
+
+
+class AgentActor:
+    """A Ray async actor holding one CouncilMember (and so one HTTP client and session).
+
+    Wrapped with ``ray.remote`` by ``RayAgentRuntime.start``; the class itself is plain so it can
+    be read and type-checked like any other.
+    """
+
+    def __init__(self, role: str, index: int, endpoint: EndpointConfig) -> None:
+        self._member = CouncilMember(role, endpoint)
+        self._index = index
+
+    async def ping(self) -> str:
+        """Answers once the actor is up; returns its Ray actor id."""
+        return ray.get_runtime_context().get_actor_id() or ""
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        return await self._member.run_turn(turn)
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        return self._member.assess(request)
+
+    async def stats(self) -> ActorStats:
+        return ActorStats(
+            role=self._member.role,
+            index=self._index,
+            actor_id=ray.get_runtime_context().get_actor_id() or "",
+            pid=os.getpid(),
+            turns_served=self._member.turns_served,
+            turns_failed=self._member.turns_failed,
+        )
+
+    async def close(self) -> None:
+        await self._member.close()
+
+
+_RemoteAgentActor: Any = None
+
+
+def _remote_actor_class() -> Any:
+    # Wrapped lazily so importing this module does not touch Ray (no I/O at import time).
+    global _RemoteAgentActor
+    if _RemoteAgentActor is None:
+        _RemoteAgentActor = ray.remote(AgentActor)
+    return _RemoteAgentActor
+
+
+class RayAgentRuntime:
+    """AgentRuntime on warm Ray actor pools. Build it with ``await RayAgentRuntime.start(...)``.
+
+    Loop affinity: the event loop that called ``start`` (its in-flight semaphore lives there).
+
+    Args:
+        pools: role (upper case) → its actors, already started and answering.
+        endpoint: the endpoint the actors call (kept for messages).
+        max_in_flight: turns this runtime has outstanding at once, over all actors: the bound on
+            concurrent calls to the endpoint (each actor's client also bounds its own).
+    """
+
+    def __init__(
+        self,
+        pools: Mapping[str, Sequence[ActorHandle[AgentActor]]],
+        *,
+        endpoint: EndpointConfig,
+        max_in_flight: int,
+    ) -> None:
+        self._pools = {role.upper(): list(actors) for role, actors in pools.items()}
+        self.endpoint = endpoint
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._closed = False
+
+    @classmethod
+    async def start(
+        cls,
+        endpoint_url: str,
+        model: str,
+        roles: Sequence[str],
+        agents_per_role: int,
+        *,
+        max_in_flight: int = 8,
+        retry: RetryPolicy | None = None,
+        api_key: str | None = None,
+        max_restarts: int = 3,
+        ready_timeout_s: float = 120.0,
+        actor_options: Mapping[str, Any] | None = None,
+    ) -> RayAgentRuntime:
+        """Create one pool of ``agents_per_role`` actors per role and wait until all answer.
+
+        Args:
+            endpoint_url: OpenAI-compatible base URL (vLLM or the embedded llama.cpp server).
+            model: model name to request.
+            roles: e.g. ("DEV", "QA", "ARCHITECT", "DEVOPS", "DATA").
+            agents_per_role: actors per role pool (≥ 1). Several agents may share an actor.
+            max_in_flight: bound on concurrent calls to the endpoint from this runtime.
+            retry: the client's back-off policy.
+            api_key: bearer token for the endpoint, when it needs one.
+            max_restarts: how often Ray restarts a dead actor.
+            ready_timeout_s: how long to wait for the actors to come up.
+            actor_options: extra ``.options(...)`` for the actors (e.g. a runtime_env).
+
+        Raises:
+            AgentRuntimeError: Ray is not initialised, or the actors did not come up in time.
+        """
+        if not ray.is_initialized():
+            raise AgentRuntimeError("Ray is not initialised: the composition root calls ray.init")
+        if agents_per_role < 1:
+            raise ValueError(f"agents_per_role must be >= 1, got {agents_per_role}")
+        per_actor = max(1, -(-max_in_flight // max(agents_per_role, 1)))
+        endpoint = EndpointConfig(
+            url=endpoint_url,
+            model=model,
+            max_in_flight=per_actor,
+            retry=retry or RetryPolicy(),
+            api_key=api_key,
+        )
+        options: dict[str, Any] = {
+            "num_cpus": 0,
+            "max_restarts": max_restarts,
+            "max_task_retries": 1,
+            # Room for the client's queue plus control calls (ping, stats, close).
+            "max_concurrency": max(per_actor * 4, 16),
+            **dict(actor_options or {}),
+        }
+        remote = _remote_actor_class()
+        pools: dict[str, list[ActorHandle[AgentActor]]] = {}
+        for role in dict.fromkeys(r.upper() for r in roles):
+            pools[role] = [
+                remote.options(**options).remote(role, i, endpoint) for i in range(agents_per_role)
+            ]
+        runtime = cls(pools, endpoint=endpoint, max_in_flight=max_in_flight)
+        try:
+            pings = [a.ping.remote() for actors in pools.values() for a in actors]
+            await asyncio.wait_for(asyncio.gather(*pings), ready_timeout_s)
+        except (TimeoutError, RayError) as e:
+            await runtime.close()
+            msg = f"agent actors for {list(pools)} not ready after {ready_timeout_s:.0f} s: {e}"
+            raise AgentRuntimeError(msg) from e
+        return runtime
+
+    # -- routing
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return tuple(self._pools)
+
+    def actor_for(self, role: str, agent_id: str) -> ActorHandle[AgentActor]:
+        """The actor that serves ``agent_id`` of ``role``. Raises AgentTurnError if no pool."""
+        if self._closed:
+            raise AgentTurnError(f"runtime is closed (agent {agent_id})")
+        pool = self._pools.get(role.upper())
+        if not pool:
+            raise AgentTurnError(f"no council for role {role!r} (roles: {sorted(self._pools)})")
+        return pool[pool_index(agent_id, len(pool))]
+
+    # -- the Protocol
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        """Run one turn on its agent's actor.
+
+        Raises:
+            AgentTurnError: the model call failed, the actor died or did not answer in time.
+        """
+        actor = self.actor_for(turn.role, turn.agent_id)
+        async with self._slots:
+            ref: Any = actor.run_turn.remote(turn)
+            try:
+                result = await asyncio.wait_for(ref, turn.timeout_s + DRIVER_GRACE_S)
+            except TimeoutError:
+                with contextlib.suppress(RayError):
+                    ray.cancel(ref)
+                msg = f"turn {turn.key}: actor gave no answer within {turn.timeout_s:.1f} s"
+                raise AgentTurnError(msg) from None
+            except RayTaskError as e:
+                raise AgentTurnError(_cause_message(e)) from None
+            except (RayActorError, GetTimeoutError, RayError) as e:
+                msg = f"turn {turn.key}: actor failure ({type(e).__name__}): {e}"
+                raise AgentTurnError(msg) from e
+        if not isinstance(result, TurnResult):
+            msg = f"turn {turn.key}: actor returned {type(result).__name__}, not TurnResult"
+            raise AgentTurnError(msg)
+        return result
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        """Score on an actor of the role's pool (off the caller's loop; checks compile code)."""
+        pool = self._pools.get(request.role.upper()) or next(iter(self._pools.values()), [])
+        if not pool or self._closed:
+            raise AgentRuntimeError(f"no actor to assess deliberation {request.deliberation_id}")
+        actor = pool[pool_index(request.deliberation_id, len(pool))]
+        try:
+            result: list[Assessment] = await actor.assess.remote(request)
+        except RayTaskError as e:
+            raise AgentRuntimeError(_cause_message(e)) from None
+        except RayError as e:
+            msg = f"assessment of {request.deliberation_id}: actor failure: {e}"
+            raise AgentRuntimeError(msg) from e
+        return result
+
+    async def stats(self) -> list[ActorStats]:
+        """Every actor's counters, pool by pool."""
+        refs = [a.stats.remote() for actors in self._pools.values() for a in actors]
+        return list(await asyncio.gather(*refs))
+
+    async def close(self) -> None:
+        """Close the actors' HTTP sessions, then kill the actors. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        actors = [a for pool in self._pools.values() for a in pool]
+        with contextlib.suppress(TimeoutError, RayError):
+            await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in actors)), 5.0)
+        for a in actors:
+            with contextlib.suppress(RayError, ValueError):
+                ray.kill(a, no_restart=True)
+
+
+def _cause_message(e: RayTaskError) -> str:
+    """The actor-side error's own message, without Ray's traceback wrapper."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException):
+        return str(cause)
+    return str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__

@@ -1,0 +1,159 @@
+"""RayAgentRuntime on real Ray actors against the load generator (and once, the real model)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent_runtime.api import (
+    AgentTurn,
+    AgentTurnError,
+    AssessmentInput,
+    Candidate,
+    PeerProposal,
+    Sampling,
+)
+from agent_runtime.openai_client import RetryPolicy
+from agent_runtime.ray_runtime import RayAgentRuntime
+from fleet.embedded.llm import LlamaServer
+from fleet.embedded.loadgen import LoadGenServer
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
+
+
+def turn(
+    delib: str,
+    agent: str,
+    *,
+    role: str = "DEV",
+    round_no: int = 0,
+    timeout_s: float = 20.0,
+    peers: tuple[PeerProposal, ...] = (),
+) -> AgentTurn:
+    return AgentTurn(
+        deliberation_id=delib,
+        agent_id=agent,
+        role=role,
+        round=round_no,
+        task="Write a function that doubles a number.",
+        requirements=("validate input",),
+        peers=peers,
+        sampling=Sampling(temperature=0.7, seed=7, max_tokens=64),
+        timeout_s=timeout_s,
+    )
+
+
+async def test_three_concurrent_turns_and_warm_pool(loadgen: LoadGenServer) -> None:
+    runtime = await RayAgentRuntime.start(
+        loadgen.url, "loadgen", ["DEV", "QA"], 3, retry=FAST_RETRY
+    )
+    try:
+        before = {s.actor_id for s in await runtime.stats()}
+        assert len(before) == 6
+        for delib in ("d-1", "d-2"):
+            results = await asyncio.gather(
+                *(runtime.run_turn(turn(delib, f"agent-dev-{i}")) for i in range(3))
+            )
+            assert [r.agent_id for r in results] == [f"agent-dev-{i}" for i in range(3)]
+            assert all("```python" in r.content for r in results)
+            assert all(r.completion_tokens > 0 and r.prompt_tokens > 0 for r in results)
+        after = await runtime.stats()
+        assert {s.actor_id for s in after} == before, "no actor may be created per deliberation"
+        dev = [s for s in after if s.role == "DEV"]
+        assert sorted(s.turns_served for s in dev) == [2, 2, 2]
+        assert loadgen.counters.answered == 6
+    finally:
+        await runtime.close()
+
+
+async def test_round_one_sends_peers(loadgen: LoadGenServer) -> None:
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        peers = (PeerProposal("agent-dev-2", "PEER-TEXT-XYZ"),)
+        result = await runtime.run_turn(turn("d-3", "agent-dev-1", round_no=1, peers=peers))
+        assert result.round == 1
+        sent = loadgen.requests[-1]
+        assert "PEER-TEXT-XYZ" in sent["messages"][-1]["content"]
+        assert sent["user"] == "agent-dev-1" and sent["seed"] == 7 and sent["max_tokens"] == 64
+    finally:
+        await runtime.close()
+
+
+async def test_failures_become_agent_turn_errors(loadgen: LoadGenServer) -> None:
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 2, retry=FAST_RETRY)
+    try:
+        with pytest.raises(AgentTurnError, match=r"HTTP 500") as failed:
+            await runtime.run_turn(turn("d-4", "dev-loadgen:fail-1"))
+        assert loadgen.url in str(failed.value)
+        with pytest.raises(AgentTurnError, match=r"timed out"):
+            await runtime.run_turn(turn("d-4", "dev-loadgen:hang-2", timeout_s=1.0))
+        with pytest.raises(AgentTurnError, match=r"no council for role"):
+            await runtime.run_turn(turn("d-4", "agent-qa-1", role="QA"))
+        # A failure does not poison the actor: the next turn on it is answered.
+        ok = await runtime.run_turn(turn("d-4", "agent-dev-1"))
+        assert ok.content
+    finally:
+        await runtime.close()
+
+
+async def test_assess_on_actors(loadgen: LoadGenServer) -> None:
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 2, retry=FAST_RETRY)
+    try:
+        good = "Validate input.\n```python\ndef double(x: int) -> int:\n    return 2 * x\n```"
+        broken = "```python\ndef double(x):\n    return 2 *\n```"
+        request = AssessmentInput(
+            "d-5",
+            "DEV",
+            "double a number",
+            "",
+            ("validate input",),
+            (Candidate("agent-dev-1", broken), Candidate("agent-dev-2", good)),
+        )
+        scores = await runtime.assess(request)
+        assert [a.agent_id for a in scores] == ["agent-dev-1", "agent-dev-2"]
+        assert scores[1].score > scores[0].score
+        assert {c.check_type for c in scores[1].checks} == {"policy", "dryrun", "lint"}
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.llm
+@pytest.mark.timeout(300)
+async def test_real_gemma_answers_through_ray(llm_server: LlamaServer) -> None:
+    runtime = await RayAgentRuntime.start(llm_server.url, llm_server.model_alias, ["DEV"], 1)
+    try:
+        t = AgentTurn(
+            deliberation_id="d-llm",
+            agent_id="agent-dev-0",
+            role="DEV",
+            round=0,
+            task="Write a Python function that reverses a string.",
+            sampling=Sampling(temperature=0.7, seed=1, max_tokens=96),
+            timeout_s=180.0,
+        )
+        result = await runtime.run_turn(t)
+        assert result.content.strip()
+        assert result.model == llm_server.model_alias
+        assert result.completion_tokens > 0
+        print(f"gemma: {result.latency_ms} ms, {result.completion_tokens} tokens")
+    finally:
+        await runtime.close()
+
+
+async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServer) -> None:
+    import ray
+
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        first = await runtime.run_turn(turn("d-6", "agent-dev-0"))
+        [before] = await runtime.stats()
+        ray.kill(runtime.actor_for("DEV", "agent-dev-0"), no_restart=False)  # as a crash would
+        again = await runtime.run_turn(turn("d-6", "agent-dev-0"))
+        [after] = await runtime.stats()
+        assert again.content == first.content  # same request, same canned answer
+        assert after.actor_id == before.actor_id and after.pid != before.pid
+    finally:
+        await runtime.close()
