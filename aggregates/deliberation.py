@@ -367,7 +367,7 @@ class Deliberation(Aggregate):
             return (-(p.score or 0.0), digest)
 
         ranking = [p.agent_id for p in sorted(final.values(), key=key)]
-        self._completed(winner=ranking[0], ranking=ranking)
+        self._completed(winner=ranking[0], ranking=[str(a) for a in ranking])
 
     def time_out(self, now: datetime) -> None:
         """Close at the deadline, keeping what was received and naming who was missing."""
@@ -378,7 +378,7 @@ class Deliberation(Aggregate):
         received = sorted(self.final_proposals())
         agents = self.agents or self.default_agents()
         missing = [a for a in agents if a not in received]
-        self._timed_out(received=list(received), missing=missing)
+        self._timed_out(received=[str(a) for a in received], missing=[str(a) for a in missing])
 
     def fail(self, reason: str) -> None:
         self._require_open()

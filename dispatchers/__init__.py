@@ -1,0 +1,1 @@
+"""Dispatchers: policies from events to work (plans → deliberations, deliberations → agents)."""

@@ -1,0 +1,27 @@
+"""The eventsourcing Application: repository, mapper and recorder for Fleet's aggregates.
+
+It is the only writer of events. Everything else (projectors, dispatchers) reads the stream it
+writes. Its name ("Fleet") prefixes its settings (``FLEET_NATS_URL`` before ``NATS_URL``) and
+names the upstream application in every projection's tracking records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from eventsourcing.application import Application
+from eventsourcing.domain import MutableOrImmutableAggregate
+
+from aggregates import Deliberation
+
+
+class FleetApplication(Application[Any]):
+    name = "Fleet"
+    # Bounded replay: a long deliberation reloads from a snapshot plus its last few events.
+    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int] | None] = {
+        Deliberation: 50
+    }
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(env)

@@ -1,0 +1,183 @@
+"""The dispatcher's policy on the in-memory (POPO) application, with a fake agent runtime.
+
+A unit test of the dispatcher's logic only: what becomes an event when agents answer, fail, hang,
+or when a restarted dispatcher finds work half done. The same paths run on real NATS, Ray and
+an LLM server in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from agent_runtime.api import (
+    AgentTurn,
+    AgentTurnError,
+    Assessment,
+    AssessmentInput,
+    TurnResult,
+)
+from aggregates import CheckOutcome, Deliberation, DeliberationStatus
+from dispatchers.deliberations import DeliberationDispatcher
+from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+
+Behaviour = Callable[[AgentTurn], Awaitable[str]]
+
+
+class FakeAgentRuntime:
+    """Answers per agent id as told; scores by content length (a stand-in for real checks)."""
+
+    def __init__(self, behaviour: dict[str, Behaviour] | None = None) -> None:
+        self.behaviour = behaviour or {}
+        self.calls: list[str] = []
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        self.calls.append(turn.key)
+        act = self.behaviour.get(turn.agent_id)
+        content = await act(turn) if act else f"answer from {turn.agent_id}"
+        return TurnResult(turn.agent_id, turn.round, content, "fake", 3, 4, 1)
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        return [
+            Assessment(
+                c.agent_id, min(1.0, len(c.content) / 100), (CheckOutcome("policy", True, 1.0),)
+            )
+            for c in request.candidates
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+def app() -> FleetApplication:
+    return FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+
+
+def request(a: FleetApplication, task_id: str, timeout: int = 30, agents: int = 3) -> Deliberation:
+    d = Deliberation.request(
+        task_id=task_id,
+        task="do it",
+        role="DEV",
+        num_agents=agents,
+        rounds=1,
+        requested_at=datetime.now(tz=UTC),
+        timeout_seconds=timeout,
+    )
+    a.save(d)
+    return d
+
+
+async def until_terminal(store: ApplicationDeliberationStore, d: Deliberation) -> Deliberation:
+    for _ in range(400):
+        got = await store.get(d.id)
+        if got.is_terminal:
+            return got
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{d.id} never reached a terminal state")
+
+
+async def test_three_answers_complete_with_the_best_scored_winner() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    rt = FakeAgentRuntime({"dev-agent-3": _say("a much longer and therefore better answer " * 2)})
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        d = request(a, "ok")
+        done = await until_terminal(store, d)
+    assert done.status is DeliberationStatus.COMPLETED
+    assert len(done.proposals) == 3
+    assert done.winner == "dev-agent-3"
+
+
+async def test_failures_are_recorded_and_the_rest_complete() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    rt = FakeAgentRuntime({"dev-agent-1": _fail("endpoint said 500")})
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "one-fails"))
+    assert done.status is DeliberationStatus.COMPLETED
+    assert done.failures[("dev-agent-1", 0)].error == "endpoint said 500"
+    assert done.winner in ("dev-agent-2", "dev-agent-3")
+
+
+async def test_every_agent_failing_is_failed_with_reasons() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    rt = FakeAgentRuntime({f"dev-agent-{i}": _fail(f"no route {i}") for i in (1, 2, 3)})
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "all-fail"))
+    assert done.status is DeliberationStatus.FAILED
+    assert "no route 2" in done.reason
+
+
+async def test_deadline_times_out_and_keeps_what_arrived() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    rt = FakeAgentRuntime({"dev-agent-2": _hang(), "dev-agent-3": _hang()})
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "slow", timeout=1))
+    assert done.status is DeliberationStatus.TIMEOUT
+    assert list(done.final_proposals()) == ["dev-agent-1"]
+    assert done.missing == ["dev-agent-2", "dev-agent-3"]
+
+
+async def test_a_restarted_dispatcher_runs_only_what_is_outstanding() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    d = request(a, "half-done")
+    d = await store.update(d.id, _start)
+    await store.update(
+        d.id,
+        lambda d: d.receive_proposal(
+            agent_id="dev-agent-1", round=0, content="kept", model="m", tokens=1, latency_ms=1
+        ),
+    )
+    rt = FakeAgentRuntime()
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):  # a fresh process
+        done = await until_terminal(store, d)
+    assert sorted(rt.calls) == [f"{d.id}:0:dev-agent-2", f"{d.id}:0:dev-agent-3"]
+    assert done.proposals[("dev-agent-1", 0)].content == "kept"
+    assert done.status is DeliberationStatus.COMPLETED
+
+
+@pytest.mark.timeout(20)
+async def test_a_deliberation_past_its_deadline_before_restart_times_out_at_once() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    d = request(a, "expired", timeout=1)
+    await asyncio.sleep(1.1)
+    rt = FakeAgentRuntime()
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, d)
+    assert done.status is DeliberationStatus.TIMEOUT
+    assert rt.calls == []
+
+
+def _start(d: Deliberation) -> Deliberation:
+    d.start()
+    return d
+
+
+def _say(text: str) -> Behaviour:
+    async def act(turn: AgentTurn) -> str:
+        return text
+
+    return act
+
+
+def _fail(error: str) -> Behaviour:
+    async def act(turn: AgentTurn) -> str:
+        raise AgentTurnError(error)
+
+    return act
+
+
+def _hang() -> Behaviour:
+    async def act(turn: AgentTurn) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return act
