@@ -37,6 +37,7 @@ import hashlib
 import json
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, cast, get_args
@@ -93,6 +94,7 @@ class LoadGenServer:
         *,
         delay_s: float = 0.0,
         flaky_failures: int = 2,
+        modes_by_user: Mapping[str, Mode] | None = None,
         host: str = LOOPBACK,
         port: int | None = None,
     ) -> None:
@@ -101,6 +103,8 @@ class LoadGenServer:
         self.mode: Mode = mode
         self.delay_s = delay_s
         self.flaky_failures = flaky_failures
+        self.modes_by_user: dict[str, Mode] = dict(modes_by_user or {})
+        """Per-caller behaviour, keyed by the request's ``user`` (Fleet sends the agent id)."""
         self.host = host
         self.port = port or free_port(host)
         self.counters = _Counters()
@@ -152,6 +156,9 @@ class LoadGenServer:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
     def _mode_for(self, body: dict[str, Any]) -> Mode:
+        by_user = self.modes_by_user.get(str(body.get("user") or ""))
+        if by_user is not None:
+            return by_user
         texts = [str(body.get("user") or "")]
         texts += [
             str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict)

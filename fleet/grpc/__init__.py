@@ -1,0 +1,1 @@
+"""The gRPC API (``fleet.orchestrator.v1.OrchestratorService``) on grpc.aio."""

@@ -1,0 +1,180 @@
+"""Proto ↔ domain mapping, in one place. No servicer method builds messages by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from aggregates import CheckOutcome, DeliberationStatus, InvalidDeliberationError
+from fleet import __version__
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.queries import QueryResult
+from fleet.timeline import History, to_json
+from projectors.cache.view import DeliberationView, ResultView
+
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
+
+STATUS_TO_PB: dict[DeliberationStatus, int] = {
+    DeliberationStatus.PENDING: pb.DELIBERATION_STATUS_PENDING,
+    DeliberationStatus.IN_PROGRESS: pb.DELIBERATION_STATUS_IN_PROGRESS,
+    DeliberationStatus.COMPLETED: pb.DELIBERATION_STATUS_COMPLETED,
+    DeliberationStatus.FAILED: pb.DELIBERATION_STATUS_FAILED,
+    DeliberationStatus.TIMEOUT: pb.DELIBERATION_STATUS_TIMEOUT,
+    DeliberationStatus.CANCELLED: pb.DELIBERATION_STATUS_CANCELLED,
+}
+
+
+def task_id(raw: str, *, field: str = "task_id") -> str:
+    if not TASK_ID.match(raw):
+        raise InvalidDeliberationError(
+            field, f"{raw[:40]!r} is not a task id (1-128 of letters, digits, . _ : @ / -)"
+        )
+    return raw
+
+
+def metadata() -> pb.OrchestratorMetadata:
+    return pb.OrchestratorMetadata(
+        orchestrator_version=f"fleet {__version__}", timestamp_ms=int(time.time() * 1000)
+    )
+
+
+def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.CheckSuite:
+    """The seed's CheckSuite: policy, lint and dry-run slots, the rest as additional checks."""
+    suite = pb.CheckSuite(all_passed=bool(checks) and all(c.passed for c in checks))
+    for c in checks:
+        errors = [e for e in c.message.split("\n") if e] if not c.passed else []
+        if c.check_type == "policy":
+            suite.policy.CopyFrom(
+                pb.PolicyResult(passed=c.passed, violations=errors, message=c.message)
+            )
+        elif c.check_type == "lint":
+            suite.lint.CopyFrom(
+                pb.LintResult(passed=c.passed, error_count=len(errors), errors=errors)
+            )
+        elif c.check_type in ("dryrun", "compile"):
+            suite.dryrun.CopyFrom(
+                pb.DryRunResult(passed=c.passed, exit_code=0 if c.passed else 1, message=c.message)
+            )
+        else:
+            suite.additional_checks.append(
+                pb.CheckResult(
+                    check_type=c.check_type,
+                    passed=c.passed,
+                    score=c.score,
+                    message=c.message,
+                    details=c.details,
+                )
+            )
+    return suite
+
+
+def result(r: ResultView, role: str, created_at_ms: int) -> pb.DeliberationResult:
+    return pb.DeliberationResult(
+        proposal=pb.Proposal(
+            author_id=r.agent_id, author_role=role, content=r.content, created_at_ms=created_at_ms
+        ),
+        checks=check_suite(r.checks),
+        score=r.score or 0.0,
+        rank=r.rank or 0,
+    )
+
+
+def results(view: DeliberationView) -> list[pb.DeliberationResult]:
+    created = int(view.updated_at.timestamp() * 1000)
+    ordered = sorted(view.results, key=lambda r: (r.rank is None, r.rank or 0, r.agent_id))
+    return [result(r, view.role, created) for r in ordered]
+
+
+def result_response(view: DeliberationView) -> pb.GetDeliberationResultResponse:
+    return pb.GetDeliberationResultResponse(
+        task_id=view.task_id,
+        status=STATUS_TO_PB[view.status],  # type: ignore[arg-type]
+        results=results(view),
+        winner_id=view.winner or "",
+        duration_ms=view.duration_ms or 0,
+        error_message=_error_message(view),
+        metadata=metadata(),
+    )
+
+
+def _error_message(view: DeliberationView) -> str:
+    if view.reason:
+        return view.reason
+    if view.status is DeliberationStatus.TIMEOUT:
+        return f"timed out; missing: {', '.join(view.missing) or 'none'}"
+    return ""
+
+
+def history_response(task: str, h: History) -> pb.GetDeliberationHistoryResponse:
+    from projectors.cache.view import view_from_aggregate
+
+    view = view_from_aggregate(h.deliberation)
+    return pb.GetDeliberationHistoryResponse(
+        task_id=task,
+        deliberation_id=str(h.deliberation.id),
+        events=[
+            pb.HistoryEvent(
+                version=e.version,
+                type=e.type,
+                timestamp_ms=int(e.at.timestamp() * 1000),
+                data_json=to_json(e.data),
+            )
+            for e in h.entries
+        ],
+        status=STATUS_TO_PB[view.status],  # type: ignore[arg-type]
+        winner_id=view.winner or "",
+        results=results(view),
+    )
+
+
+def query_params(params_json: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, raw in params_json.items():
+        try:
+            out[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            raise InvalidDeliberationError(
+                f"params_json[{name}]", f"{raw[:40]!r} is not a JSON value"
+            ) from None
+    return out
+
+
+def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
+    return pb.QueryHistoryResponse(
+        columns=q.columns, rows_json=[to_json(r) for r in q.rows], truncated=q.truncated
+    )
+
+
+def new_deliberation(
+    request: pb.DeliberateRequest, *, now: Any, default_timeout_s: int, new_task_id: str
+) -> Any:
+    """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself)."""
+    from aggregates import Deliberation
+
+    c = request.constraints
+    if c.timeout_seconds < 0:
+        raise InvalidDeliberationError(
+            "constraints.timeout_seconds", f"{c.timeout_seconds} must be >= 0 (0: default)"
+        )
+    if request.num_agents < 0:
+        raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
+    if request.rounds < 0:
+        raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
+    tid = task_id(request.task_id) if request.task_id else new_task_id
+    return Deliberation.request(
+        task_id=tid,
+        task=request.task_description,
+        role=request.role,
+        num_agents=request.num_agents or 3,  # proto3 default 0 means "not set": the seed's default
+        rounds=request.rounds or 1,
+        requested_at=now,
+        timeout_seconds=c.timeout_seconds or default_timeout_s,
+        rubric=c.rubric,
+        requirements=list(c.requirements),
+        metadata=dict(c.metadata),
+        plan_id=c.metadata.get("plan_id", ""),
+        story_id=c.metadata.get("story_id", ""),
+        requested_by=c.metadata.get("requested_by", "grpc"),
+    )

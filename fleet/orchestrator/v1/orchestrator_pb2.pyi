@@ -1,0 +1,293 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class DeliberationStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DELIBERATION_STATUS_UNKNOWN: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_PENDING: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_IN_PROGRESS: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_COMPLETED: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_FAILED: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_TIMEOUT: _ClassVar[DeliberationStatus]
+    DELIBERATION_STATUS_CANCELLED: _ClassVar[DeliberationStatus]
+DELIBERATION_STATUS_UNKNOWN: DeliberationStatus
+DELIBERATION_STATUS_PENDING: DeliberationStatus
+DELIBERATION_STATUS_IN_PROGRESS: DeliberationStatus
+DELIBERATION_STATUS_COMPLETED: DeliberationStatus
+DELIBERATION_STATUS_FAILED: DeliberationStatus
+DELIBERATION_STATUS_TIMEOUT: DeliberationStatus
+DELIBERATION_STATUS_CANCELLED: DeliberationStatus
+
+class TaskConstraints(_message.Message):
+    __slots__ = ("rubric", "requirements", "metadata", "max_iterations", "timeout_seconds")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RUBRIC_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    MAX_ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    rubric: str
+    requirements: _containers.RepeatedScalarFieldContainer[str]
+    metadata: _containers.ScalarMap[str, str]
+    max_iterations: int
+    timeout_seconds: int
+    def __init__(self, rubric: _Optional[str] = ..., requirements: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., max_iterations: _Optional[int] = ..., timeout_seconds: _Optional[int] = ...) -> None: ...
+
+class DeliberateRequest(_message.Message):
+    __slots__ = ("task_id", "task_description", "role", "constraints", "rounds", "num_agents")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAINTS_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    NUM_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    task_description: str
+    role: str
+    constraints: TaskConstraints
+    rounds: int
+    num_agents: int
+    def __init__(self, task_id: _Optional[str] = ..., task_description: _Optional[str] = ..., role: _Optional[str] = ..., constraints: _Optional[_Union[TaskConstraints, _Mapping]] = ..., rounds: _Optional[int] = ..., num_agents: _Optional[int] = ...) -> None: ...
+
+class DeliberateResponse(_message.Message):
+    __slots__ = ("task_id", "results", "winner_id", "duration_ms", "metadata", "status")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    WINNER_ID_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    results: _containers.RepeatedCompositeFieldContainer[DeliberationResult]
+    winner_id: str
+    duration_ms: int
+    metadata: OrchestratorMetadata
+    status: DeliberationStatus
+    def __init__(self, task_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DeliberationResult, _Mapping]]] = ..., winner_id: _Optional[str] = ..., duration_ms: _Optional[int] = ..., metadata: _Optional[_Union[OrchestratorMetadata, _Mapping]] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ...) -> None: ...
+
+class GetDeliberationResultRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class GetDeliberationResultResponse(_message.Message):
+    __slots__ = ("task_id", "status", "results", "winner_id", "duration_ms", "error_message", "metadata")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    WINNER_ID_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    status: DeliberationStatus
+    results: _containers.RepeatedCompositeFieldContainer[DeliberationResult]
+    winner_id: str
+    duration_ms: int
+    error_message: str
+    metadata: OrchestratorMetadata
+    def __init__(self, task_id: _Optional[str] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ..., results: _Optional[_Iterable[_Union[DeliberationResult, _Mapping]]] = ..., winner_id: _Optional[str] = ..., duration_ms: _Optional[int] = ..., error_message: _Optional[str] = ..., metadata: _Optional[_Union[OrchestratorMetadata, _Mapping]] = ...) -> None: ...
+
+class DeliberationResult(_message.Message):
+    __slots__ = ("proposal", "checks", "score", "rank")
+    PROPOSAL_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    proposal: Proposal
+    checks: CheckSuite
+    score: float
+    rank: int
+    def __init__(self, proposal: _Optional[_Union[Proposal, _Mapping]] = ..., checks: _Optional[_Union[CheckSuite, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ...) -> None: ...
+
+class Proposal(_message.Message):
+    __slots__ = ("author_id", "author_role", "content", "created_at_ms", "revisions")
+    AUTHOR_ID_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    author_id: str
+    author_role: str
+    content: str
+    created_at_ms: int
+    revisions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, author_id: _Optional[str] = ..., author_role: _Optional[str] = ..., content: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., revisions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CheckSuite(_message.Message):
+    __slots__ = ("policy", "lint", "dryrun", "additional_checks", "all_passed")
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    LINT_FIELD_NUMBER: _ClassVar[int]
+    DRYRUN_FIELD_NUMBER: _ClassVar[int]
+    ADDITIONAL_CHECKS_FIELD_NUMBER: _ClassVar[int]
+    ALL_PASSED_FIELD_NUMBER: _ClassVar[int]
+    policy: PolicyResult
+    lint: LintResult
+    dryrun: DryRunResult
+    additional_checks: _containers.RepeatedCompositeFieldContainer[CheckResult]
+    all_passed: bool
+    def __init__(self, policy: _Optional[_Union[PolicyResult, _Mapping]] = ..., lint: _Optional[_Union[LintResult, _Mapping]] = ..., dryrun: _Optional[_Union[DryRunResult, _Mapping]] = ..., additional_checks: _Optional[_Iterable[_Union[CheckResult, _Mapping]]] = ..., all_passed: _Optional[bool] = ...) -> None: ...
+
+class PolicyResult(_message.Message):
+    __slots__ = ("passed", "violations", "message")
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    passed: bool
+    violations: _containers.RepeatedScalarFieldContainer[str]
+    message: str
+    def __init__(self, passed: _Optional[bool] = ..., violations: _Optional[_Iterable[str]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class LintResult(_message.Message):
+    __slots__ = ("passed", "error_count", "warning_count", "errors")
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_COUNT_FIELD_NUMBER: _ClassVar[int]
+    WARNING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    passed: bool
+    error_count: int
+    warning_count: int
+    errors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, passed: _Optional[bool] = ..., error_count: _Optional[int] = ..., warning_count: _Optional[int] = ..., errors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DryRunResult(_message.Message):
+    __slots__ = ("passed", "output", "exit_code", "message")
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    passed: bool
+    output: str
+    exit_code: int
+    message: str
+    def __init__(self, passed: _Optional[bool] = ..., output: _Optional[str] = ..., exit_code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CheckResult(_message.Message):
+    __slots__ = ("check_type", "passed", "score", "message", "details")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CHECK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    check_type: str
+    passed: bool
+    score: float
+    message: str
+    details: _containers.ScalarMap[str, str]
+    def __init__(self, check_type: _Optional[str] = ..., passed: _Optional[bool] = ..., score: _Optional[float] = ..., message: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class OrchestratorMetadata(_message.Message):
+    __slots__ = ("orchestrator_version", "timestamp_ms", "execution_id", "tags")
+    class TagsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ORCHESTRATOR_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    orchestrator_version: str
+    timestamp_ms: int
+    execution_id: str
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, orchestrator_version: _Optional[str] = ..., timestamp_ms: _Optional[int] = ..., execution_id: _Optional[str] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class DeliberationUpdate(_message.Message):
+    __slots__ = ("status", "progress_percent", "current_step", "current_agent", "partial_result")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_STEP_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_AGENT_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_RESULT_FIELD_NUMBER: _ClassVar[int]
+    status: str
+    progress_percent: int
+    current_step: str
+    current_agent: str
+    partial_result: DeliberationResult
+    def __init__(self, status: _Optional[str] = ..., progress_percent: _Optional[int] = ..., current_step: _Optional[str] = ..., current_agent: _Optional[str] = ..., partial_result: _Optional[_Union[DeliberationResult, _Mapping]] = ...) -> None: ...
+
+class GetDeliberationHistoryRequest(_message.Message):
+    __slots__ = ("task_id", "to_version")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_VERSION_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    to_version: int
+    def __init__(self, task_id: _Optional[str] = ..., to_version: _Optional[int] = ...) -> None: ...
+
+class HistoryEvent(_message.Message):
+    __slots__ = ("version", "type", "timestamp_ms", "data_json")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    type: str
+    timestamp_ms: int
+    data_json: str
+    def __init__(self, version: _Optional[int] = ..., type: _Optional[str] = ..., timestamp_ms: _Optional[int] = ..., data_json: _Optional[str] = ...) -> None: ...
+
+class GetDeliberationHistoryResponse(_message.Message):
+    __slots__ = ("task_id", "deliberation_id", "events", "status", "winner_id", "results")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DELIBERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    WINNER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    deliberation_id: str
+    events: _containers.RepeatedCompositeFieldContainer[HistoryEvent]
+    status: DeliberationStatus
+    winner_id: str
+    results: _containers.RepeatedCompositeFieldContainer[DeliberationResult]
+    def __init__(self, task_id: _Optional[str] = ..., deliberation_id: _Optional[str] = ..., events: _Optional[_Iterable[_Union[HistoryEvent, _Mapping]]] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ..., winner_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DeliberationResult, _Mapping]]] = ...) -> None: ...
+
+class QueryHistoryRequest(_message.Message):
+    __slots__ = ("cypher", "params_json", "limit")
+    class ParamsJsonEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CYPHER_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_JSON_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    cypher: str
+    params_json: _containers.ScalarMap[str, str]
+    limit: int
+    def __init__(self, cypher: _Optional[str] = ..., params_json: _Optional[_Mapping[str, str]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class QueryHistoryResponse(_message.Message):
+    __slots__ = ("columns", "rows_json", "truncated")
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_JSON_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    rows_json: _containers.RepeatedScalarFieldContainer[str]
+    truncated: bool
+    def __init__(self, columns: _Optional[_Iterable[str]] = ..., rows_json: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ...) -> None: ...

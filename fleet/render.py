@@ -1,0 +1,119 @@
+"""Readable renderings for people: results with ranking, timelines, query tables (rich)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from fleet.client import status_name
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.timeline import TimelineEntry
+
+STATUS_STYLE = {
+    "COMPLETED": "bold green",
+    "TIMEOUT": "bold yellow",
+    "FAILED": "bold red",
+    "CANCELLED": "magenta",
+    "IN_PROGRESS": "cyan",
+    "PENDING": "dim",
+}
+
+
+def status_text(status: int | str) -> Text:
+    name = status if isinstance(status, str) else status_name(status)
+    return Text(name, style=STATUS_STYLE.get(name, ""))
+
+
+def result(console: Console, r: pb.GetDeliberationResultResponse) -> None:
+    head = Text.assemble(
+        ("task ", "dim"), (r.task_id, "bold"), ("  status ", "dim"), status_text(r.status),
+        ("  winner ", "dim"), (r.winner_id or "-", "bold green"),
+        ("  duration ", "dim"), (f"{r.duration_ms / 1000:.1f} s" if r.duration_ms else "-", ""),
+    )  # fmt: skip
+    console.print(head)
+    if r.error_message:
+        console.print(Text(r.error_message, style="yellow"))
+    ranking = Table(title="Ranking", show_lines=False)
+    for col in ("rank", "agent", "score", "checks"):
+        ranking.add_column(col)
+    for res in r.results:
+        ranking.add_row(
+            str(res.rank or "-"),
+            res.proposal.author_id + (" 🏆" if res.proposal.author_id == r.winner_id else ""),
+            f"{res.score:.2f}",
+            _checks(res.checks),
+        )
+    console.print(ranking)
+    for res in r.results:
+        winner = res.proposal.author_id == r.winner_id
+        console.print(
+            Panel(
+                _content(res.proposal.content),
+                title=f"{res.proposal.author_id} (rank {res.rank or '-'}, score {res.score:.2f})",
+                border_style="green" if winner else "blue",
+            )
+        )
+
+
+def _checks(suite: pb.CheckSuite) -> str:
+    parts = []
+    if suite.HasField("policy"):
+        parts.append(("policy", suite.policy.passed))
+    if suite.HasField("lint"):
+        parts.append(("lint", suite.lint.passed))
+    if suite.HasField("dryrun"):
+        parts.append(("compile", suite.dryrun.passed))
+    parts += [(c.check_type, c.passed) for c in suite.additional_checks]
+    return " ".join(f"{n}{'✓' if ok else '✗'}" for n, ok in parts) or "-"
+
+
+def _content(text: str) -> Any:
+    """Show code blocks highlighted, prose as prose."""
+    pieces: list[Any] = []
+    chunks = text.split("```")
+    for i, chunk in enumerate(chunks):
+        if i % 2 == 1:
+            lang, _, code = chunk.partition("\n")
+            pieces.append(Syntax(code.rstrip(), lang.strip() or "python", theme="ansi_dark"))
+        elif chunk.strip():
+            pieces.append(Text(chunk.strip()))
+    return Group(*pieces) if pieces else Text("(empty)")
+
+
+def timeline(console: Console, entries: Sequence[TimelineEntry], *, title: str) -> None:
+    t = Table(title=title)
+    t.add_column("v", justify="right")
+    t.add_column("at (UTC)")
+    t.add_column("+ms", justify="right")
+    t.add_column("event")
+    t.add_column("what")
+    start: datetime | None = entries[0].at if entries else None
+    for e in entries:
+        offset = int((e.at - start).total_seconds() * 1000) if start else 0
+        t.add_row(str(e.version), e.at.strftime("%H:%M:%S.%f")[:-3], str(offset), e.type, e.summary)
+    console.print(t)
+
+
+def rows(
+    console: Console, columns: list[str], data: list[dict[str, Any]], *, title: str = ""
+) -> None:
+    t = Table(title=title or None)
+    for c in columns:
+        t.add_column(c)
+    for row in data:
+        t.add_row(*(_cell(row.get(c)) for c in columns))
+    console.print(t)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, str):
+        return v if len(v) <= 80 else v[:79] + "…"
+    return json.dumps(v, default=str)

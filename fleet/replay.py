@@ -1,0 +1,30 @@
+"""Replay from the source of truth: read one deliberation's events back from JetStream and fold.
+
+Used by ``fleet replay``. It opens its own read-only use of the event store (no gRPC server
+needed), so it also works when the API is down.
+"""
+
+from __future__ import annotations
+
+from aggregates import deliberation_id
+from fleet.application import FleetApplication
+from fleet.ledger import DeliberationNotFoundError
+from fleet.timeline import History, fold_history
+
+
+def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> History:
+    app = FleetApplication(
+        env={
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "FLEET_NATS_URL": nats_url,
+            "FLEET_NATS_STREAM": stream,
+        }
+    )
+    try:
+        d_id = deliberation_id(task_id)
+        events = list(app.events.get(d_id))
+        if not events:
+            raise DeliberationNotFoundError(f"no deliberation with task id {task_id!r} ({d_id})")
+        return fold_history(events, to_version or None)
+    finally:
+        app.close()

@@ -1,0 +1,97 @@
+"""A deliberation's events as a readable timeline (``fleet replay``, GetDeliberationHistory)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from aggregates import Deliberation
+
+_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    version: int
+    type: str
+    at: datetime
+    data: dict[str, Any]
+
+    @property
+    def summary(self) -> str:
+        d = self.data
+        match self.type:
+            case "Requested":
+                return (
+                    f"{d['role']} x{d['num_agents']}, {d['rounds']} round(s): {_short(d['task'])}"
+                )
+            case "Started":
+                return "agents " + ", ".join(d["agents"])
+            case "ProposalReceived":
+                return (
+                    f"{d['agent_id']} round {d['round']}: {d['tokens']} tokens, "
+                    f"{d['latency_ms']} ms — {_short(d['content'])}"
+                )
+            case "LateProposalReceived":
+                return f"{d['agent_id']} round {d['round']} arrived late ({d['status_at_arrival']})"
+            case "AgentFailed":
+                return f"{d['agent_id']} round {d['round']}: {d['error']}"
+            case "ProposalScored":
+                passed = sum(1 for c in d["checks"] if c["passed"])
+                return (
+                    f"{d['agent_id']} score {d['score']:.2f} ({passed}/{len(d['checks'])} checks)"
+                )
+            case "Completed":
+                return f"winner {d['winner']}; ranking {', '.join(d['ranking'])}"
+            case "TimedOut":
+                return f"received {d['received']}, missing {d['missing']}"
+            case "Failed" | "Cancelled":
+                return str(d["reason"])
+        return json.dumps(d, default=str)[:80]
+
+
+@dataclass(frozen=True)
+class History:
+    deliberation: Deliberation
+    """The aggregate folded up to the requested version."""
+    entries: list[TimelineEntry]
+
+
+def fold_history(events: list[Any], to_version: int | None = None) -> History:
+    """Fold stored events (oldest first) into the aggregate, as replay does, up to a version."""
+    if to_version:
+        events = [e for e in events if e.originator_version <= to_version]
+    aggregate: Any = None
+    for e in events:
+        aggregate = e.mutate(aggregate)
+    return History(deliberation=aggregate, entries=[entry(e) for e in events])
+
+
+def entry(event: Any) -> TimelineEntry:
+    data = {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
+    return TimelineEntry(
+        version=int(event.originator_version),
+        type=type(event).__name__,
+        at=event.timestamp,
+        data=data,
+    )
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, default=_default, sort_keys=True)
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, UUID):
+        return str(o)
+    return str(o)
+
+
+def _short(text: str, n: int = 60) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= n else one[: n - 1] + "…"

@@ -1,0 +1,21 @@
+"""Shared fixtures: private servers on free loopback ports, one per test session.
+
+Each fixture module owns one kind of server; they live in tests/fixtures/ and are loaded here.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fleet.embedded.ray_local import LOCAL_ONLY_ENV
+
+# Before anything imports ray: every Ray socket of the test session stays on 127.0.0.1.
+for _k, _v in LOCAL_ONLY_ENV.items():
+    os.environ.setdefault(_k, _v)
+
+pytest_plugins = [
+    "tests.fixtures.nats",
+    "tests.fixtures.valkey",
+    "tests.fixtures.llm",
+    "tests.fixtures.ray",
+]

@@ -1,0 +1,56 @@
+"""An endpoint that never answers: the deliberation ends TIMEOUT on its recorded deadline (not
+FAILED), keeps the answers that arrived before it, and names the agents that were missing.
+
+Real nats-server, Valkey, LadybugDB and Ray; the LLM endpoint is the load generator, told to hang
+for two of the three agents (it cannot claim correctness, only behave as a stuck server does).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from aggregates import deliberation_id
+from fleet.bootstrap import FleetNode
+from fleet.client import FleetClient
+from fleet.config import Settings
+from fleet.embedded._process import free_port
+from fleet.embedded.loadgen import LoadGenServer
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+
+pytestmark = pytest.mark.timeout(180)
+
+
+async def test_a_hanging_endpoint_times_out_with_partial_results(
+    tmp_path: Path, ray_session: None
+) -> None:
+    async with LoadGenServer("hang", modes_by_user={"dev-agent-1": "instant"}) as endpoint:
+        settings = Settings(
+            data_dir=tmp_path,
+            grpc_port=free_port(),
+            vllm_url=endpoint.url,
+            vllm_model="loadgen",
+            agent_call_timeout=60.0,  # longer than the deadline: the deadline must win
+        )
+        async with FleetNode(settings) as node, FleetClient(node.endpoints.grpc) as client:
+            t0 = time.monotonic()
+            await client.deliberate(
+                "Write a Python function that returns the n-th Fibonacci number",
+                task_id="stuck-endpoint",
+                timeout_seconds=3,
+            )
+            final = await client.wait("stuck-endpoint", timeout=30)
+            elapsed = time.monotonic() - t0
+            await node.wait_projected()
+            assert node.store is not None
+            d = await node.store.get(deliberation_id("stuck-endpoint"))
+
+    assert final.status == pb.DELIBERATION_STATUS_TIMEOUT, final.error_message
+    assert 3.0 <= elapsed < 8.0, f"timed out after {elapsed:.1f} s, deadline was 3 s"
+    assert [r.proposal.author_id for r in final.results] == ["dev-agent-1"]
+    assert final.results[0].proposal.content.strip()
+    assert "dev-agent-2" in final.error_message and "dev-agent-3" in final.error_message
+    assert d.missing == ["dev-agent-2", "dev-agent-3"]
+    assert d.status.value == "TIMEOUT"

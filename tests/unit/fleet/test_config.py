@@ -1,0 +1,52 @@
+"""Settings come from FLEET_* first, then the seed system's names; bad values name the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from fleet.config import EMBEDDED_MODEL_ALIAS, ConfigError, Settings
+
+
+def test_seed_names_are_read() -> None:
+    s = Settings.from_env(
+        {
+            "NATS_URL": "nats://nats:4222",
+            "NEO4J_URI": "bolt://neo4j:7687",
+            "VLLM_URL": "http://vllm:8000",
+            "RAY_ADDRESS": "ray://head:10001",
+            "DELIBERATION_TIMEOUT": "120",
+            "DELIBERATION_CLEANUP": "60",
+        }
+    )
+    assert (s.nats_url, s.neo4j_uri, s.vllm_url) == (
+        "nats://nats:4222",
+        "bolt://neo4j:7687",
+        "http://vllm:8000",
+    )
+    assert s.ray_address == "ray://head:10001"
+    assert (s.deliberation_timeout, s.deliberation_cleanup) == (120, 60)
+    assert s.vllm_model == "Qwen/Qwen3-0.6B"
+
+
+def test_fleet_names_win_and_empty_means_embedded() -> None:
+    s = Settings.from_env(
+        {"NATS_URL": "nats://a:1", "FLEET_NATS_URL": "nats://b:2", "VLLM_URL": ""}
+    )
+    assert s.nats_url == "nats://b:2"
+    assert s.vllm_url is None
+    assert s.vllm_model == EMBEDDED_MODEL_ALIAS
+    assert s.grpc_port == 50055
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"DELIBERATION_TIMEOUT": "soon"}, "FLEET_DELIBERATION_TIMEOUT"),
+        ({"DELIBERATION_TIMEOUT": "0"}, "DELIBERATION_TIMEOUT"),
+        ({"FLEET_GRPC_PORT": "70000"}, "FLEET_GRPC_PORT"),
+        ({"FLEET_STREAM_REPLICAS": "2"}, "FLEET_STREAM_REPLICAS"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env(env)

@@ -1,0 +1,55 @@
+"""Rules the repository keeps: generated stubs match the .proto, imports follow the layers."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleet.protogen import generate
+
+ROOT = Path(__file__).resolve().parents[3]
+GENERATED = ROOT / "fleet" / "orchestrator" / "v1"
+
+
+def test_committed_grpc_stubs_match_the_proto_sources(tmp_path: Path) -> None:
+    pytest.importorskip("grpc_tools")
+    generate(ROOT, tmp_path)
+    fresh = tmp_path / "fleet" / "orchestrator" / "v1"
+    for name in ("orchestrator_pb2.py", "orchestrator_pb2.pyi", "orchestrator_pb2_grpc.py"):
+        assert filecmp.cmp(fresh / name, GENERATED / name, shallow=False), (
+            f"{name} is stale: run `make proto` and commit the result"
+        )
+
+
+def test_import_layers_hold() -> None:
+    out = subprocess.run(
+        [_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+
+def _tool(name: str) -> str:
+    exe = Path(sys.executable).parent / name
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+@pytest.mark.timeout(300)
+def test_core_packages_are_mypy_strict_clean() -> None:
+    pkgs = ["aggregates", "eventstore", "dispatchers", "projectors", "agent_runtime"]
+    out = subprocess.run(
+        [_tool("mypy"), *pkgs], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout[-4000:]
+
+
+def test_ruff_is_clean() -> None:
+    out = subprocess.run(
+        [_tool("ruff"), "check", "--output-format", "concise", "."],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:]
