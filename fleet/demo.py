@@ -45,10 +45,12 @@ async def run_demo(settings: Settings, console: Console) -> None:
     console.rule("[bold]Fleet demo[/]: one deliberation on the embedded stack")
     console.print(f"data directory: {settings.data_dir}")
     async with FleetNode(settings, on_stage=stage) as node:
-        from fleet.cli import _print_endpoints, _wait_with_progress, print_replay
+        from fleet.cli.commands.deliberations import wait_with_progress
+        from fleet.cli.commands.replay import print_replay
+        from fleet.cli.commands.up import print_endpoints
         from fleet.client import FleetClient
 
-        _print_endpoints(node)
+        print_endpoints(node)
         task_id = "demo-" + datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S")
         async with FleetClient(node.endpoints.grpc) as client:
             t0 = time.perf_counter()
@@ -61,7 +63,7 @@ async def run_demo(settings: Settings, console: Console) -> None:
                 f"in {timings['Deliberate RPC (accepted)'] * 1000:.0f} ms: {TASK!r}"
             )
             t1 = time.perf_counter()
-            final = await _wait_with_progress(
+            final = await wait_with_progress(
                 client, task_id, settings.deliberation_timeout + 60, False
             )
             timings["deliberation (3 agents, 1 round)"] = time.perf_counter() - t1

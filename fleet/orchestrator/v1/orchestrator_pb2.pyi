@@ -291,3 +291,145 @@ class QueryHistoryResponse(_message.Message):
     rows_json: _containers.RepeatedScalarFieldContainer[str]
     truncated: bool
     def __init__(self, columns: _Optional[_Iterable[str]] = ..., rows_json: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class DeliberationSummary(_message.Message):
+    __slots__ = ("task_id", "deliberation_id", "role", "status", "plan_id", "story_id", "created_at_ms", "finished_at_ms", "winner_id", "num_agents", "rounds", "task_description")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DELIBERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    STORY_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    WINNER_ID_FIELD_NUMBER: _ClassVar[int]
+    NUM_AGENTS_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    TASK_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    deliberation_id: str
+    role: str
+    status: DeliberationStatus
+    plan_id: str
+    story_id: str
+    created_at_ms: int
+    finished_at_ms: int
+    winner_id: str
+    num_agents: int
+    rounds: int
+    task_description: str
+    def __init__(self, task_id: _Optional[str] = ..., deliberation_id: _Optional[str] = ..., role: _Optional[str] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ..., plan_id: _Optional[str] = ..., story_id: _Optional[str] = ..., created_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., winner_id: _Optional[str] = ..., num_agents: _Optional[int] = ..., rounds: _Optional[int] = ..., task_description: _Optional[str] = ...) -> None: ...
+
+class ListDeliberationsRequest(_message.Message):
+    __slots__ = ("status", "role", "plan_id", "created_after_ms", "created_before_ms", "page_size", "page_token")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    status: DeliberationStatus
+    role: str
+    plan_id: str
+    created_after_ms: int
+    created_before_ms: int
+    page_size: int
+    page_token: str
+    def __init__(self, status: _Optional[_Union[DeliberationStatus, str]] = ..., role: _Optional[str] = ..., plan_id: _Optional[str] = ..., created_after_ms: _Optional[int] = ..., created_before_ms: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListDeliberationsResponse(_message.Message):
+    __slots__ = ("deliberations", "next_page_token")
+    DELIBERATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliberations: _containers.RepeatedCompositeFieldContainer[DeliberationSummary]
+    next_page_token: str
+    def __init__(self, deliberations: _Optional[_Iterable[_Union[DeliberationSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ApprovePlanRequest(_message.Message):
+    __slots__ = ("plan_id", "story_id", "approved_by", "roles", "description", "tasks", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    STORY_ID_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_BY_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    plan_id: str
+    story_id: str
+    approved_by: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    description: str
+    tasks: _containers.RepeatedScalarFieldContainer[str]
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, plan_id: _Optional[str] = ..., story_id: _Optional[str] = ..., approved_by: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ..., tasks: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ApprovePlanResponse(_message.Message):
+    __slots__ = ("plan_id", "task_ids", "created")
+    PLAN_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    plan_id: str
+    task_ids: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, plan_id: _Optional[str] = ..., task_ids: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class CancelDeliberationRequest(_message.Message):
+    __slots__ = ("task_id", "reason")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    reason: str
+    def __init__(self, task_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelDeliberationResponse(_message.Message):
+    __slots__ = ("task_id", "status")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    status: DeliberationStatus
+    def __init__(self, task_id: _Optional[str] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ...) -> None: ...
+
+class GetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProjectionStatus(_message.Message):
+    __slots__ = ("name", "position", "lag_events", "lag_seconds")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    LAG_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    LAG_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    position: int
+    lag_events: int
+    lag_seconds: float
+    def __init__(self, name: _Optional[str] = ..., position: _Optional[int] = ..., lag_events: _Optional[int] = ..., lag_seconds: _Optional[float] = ...) -> None: ...
+
+class GetStatusResponse(_message.Message):
+    __slots__ = ("version", "stream_head", "projections", "deliberations_in_flight", "endpoints")
+    class EndpointsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STREAM_HEAD_FIELD_NUMBER: _ClassVar[int]
+    PROJECTIONS_FIELD_NUMBER: _ClassVar[int]
+    DELIBERATIONS_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    stream_head: int
+    projections: _containers.RepeatedCompositeFieldContainer[ProjectionStatus]
+    deliberations_in_flight: int
+    endpoints: _containers.ScalarMap[str, str]
+    def __init__(self, version: _Optional[str] = ..., stream_head: _Optional[int] = ..., projections: _Optional[_Iterable[_Union[ProjectionStatus, _Mapping]]] = ..., deliberations_in_flight: _Optional[int] = ..., endpoints: _Optional[_Mapping[str, str]] = ...) -> None: ...

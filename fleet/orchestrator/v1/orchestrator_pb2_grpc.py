@@ -59,6 +59,26 @@ class OrchestratorServiceStub:
                 request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryRequest.SerializeToString,
                 response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryResponse.FromString,
                 _registered_method=True)
+        self.ListDeliberations = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/ListDeliberations',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsResponse.FromString,
+                _registered_method=True)
+        self.ApprovePlan = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/ApprovePlan',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanResponse.FromString,
+                _registered_method=True)
+        self.CancelDeliberation = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/CancelDeliberation',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationResponse.FromString,
+                _registered_method=True)
+        self.GetStatus = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -100,6 +120,34 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDeliberations(self, request, context):
+        """Deliberations filtered by status, role, plan and time, newest first, paged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApprovePlan(self, request, context):
+        """Records PlanApproved; the dispatcher then requests one deliberation per role.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelDeliberation(self, request, context):
+        """Ends an open deliberation as CANCELLED (FAILED_PRECONDITION when already terminal).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStatus(self, request, context):
+        """The node's view of itself: versions, stream head, projection lag, work in flight.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +175,26 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.QueryHistory,
                     request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryRequest.FromString,
                     response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryResponse.SerializeToString,
+            ),
+            'ListDeliberations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeliberations,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsResponse.SerializeToString,
+            ),
+            'ApprovePlan': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApprovePlan,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanResponse.SerializeToString,
+            ),
+            'CancelDeliberation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelDeliberation,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationResponse.SerializeToString,
+            ),
+            'GetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStatus,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +332,114 @@ class OrchestratorService:
             '/fleet.orchestrator.v1.OrchestratorService/QueryHistory',
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryRequest.SerializeToString,
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeliberations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/ListDeliberations',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListDeliberationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApprovePlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/ApprovePlan',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ApprovePlanResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelDeliberation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/CancelDeliberation',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,3 @@
+from fleet.cli._main import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""What every ``fleet`` command shares: consoles, errors, where Fleet runs, settings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from fleet.config import ConfigError, Settings
+
+console = Console()
+err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit code ``code`` (2: bad input)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def data_dir(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "data_dir", None) or os.environ.get("FLEET_DATA_DIR") or ".fleet")
+
+
+def api_address(args: argparse.Namespace) -> str:
+    """--address, FLEET_ADDRESS, a running `fleet up` (its run.json), then the default port."""
+    if getattr(args, "address", None):
+        return str(args.address)
+    if os.environ.get("FLEET_ADDRESS"):
+        return os.environ["FLEET_ADDRESS"]
+    from fleet.bootstrap import read_run_file
+
+    run = read_run_file(data_dir(args))
+    if run and run.get("grpc"):
+        return str(run["grpc"])
+    return f"127.0.0.1:{settings(args).grpc_port}"
+
+
+def event_store(args: argparse.Namespace) -> tuple[str, str]:
+    """The NATS URL and stream: the environment first, then a running `fleet up`."""
+    s = settings(args)
+    if s.nats_url:
+        return s.nats_url, s.stream
+    from fleet.bootstrap import read_run_file
+
+    run = read_run_file(data_dir(args))
+    if run and run.get("nats_url"):
+        return str(run["nats_url"]), str(run.get("stream") or s.stream)
+    raise CliError(
+        "no event store to read: set NATS_URL (and FLEET_STREAM) or start `fleet up` "
+        f"with --data-dir {data_dir(args)}"
+    )
+
+
+def settings(args: argparse.Namespace, **overrides: Any) -> Settings:
+    """Settings from the environment, with the command's flags on top."""
+    if getattr(args, "data_dir", None):
+        overrides.setdefault("data_dir", Path(args.data_dir))
+    for flag in ("grpc_port", "grpc_host"):
+        if getattr(args, flag, None):
+            overrides.setdefault(flag, getattr(args, flag))
+    try:
+        return Settings.from_env(**overrides)
+    except ConfigError as e:
+        raise CliError(str(e), code=2) from e
+
+
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """Options of every command that talks to a running Fleet."""
+    parser.add_argument(
+        "--address", help="gRPC address (default: FLEET_ADDRESS, a running `fleet up`, :50055)"
+    )
+    parser.add_argument("--data-dir", help="where `fleet up` keeps its data (default .fleet)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -1,0 +1,47 @@
+"""``fleet query``: read-only Cypher over the deliberation history (through QueryHistory)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from fleet import render
+from fleet.cli._common import CliError, add_client_options, api_address, console
+from fleet.timeline import to_json
+
+
+def register(sub: Any) -> None:
+    q = sub.add_parser("query", help="read-only Cypher over the deliberation history")
+    add_client_options(q)
+    q.add_argument("cypher")
+    q.add_argument("--param", action="append", help="NAME=VALUE (VALUE as JSON, or a bare string)")
+    q.add_argument("--limit", type=int, default=0, help="row limit (default 1000)")
+    q.set_defaults(fn=cmd_query)
+
+
+def parse_params(pairs: list[str] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for p in pairs or []:
+        name, sep, raw = p.partition("=")
+        if not sep or not name:
+            raise CliError(f"--param {p!r}: expected NAME=VALUE", code=2)
+        try:
+            params[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[name] = raw  # a bare word is a string
+    return params
+
+
+async def cmd_query(args: argparse.Namespace) -> None:
+    from fleet.client import FleetClient
+
+    params = parse_params(args.param)
+    async with FleetClient(api_address(args)) as client:
+        columns, data, truncated = await client.query(args.cypher, params, args.limit)
+    if args.json:
+        print(to_json({"columns": columns, "rows": data, "truncated": truncated}))
+        return
+    render.rows(console, columns, data)
+    if truncated:
+        console.print(f"[yellow]truncated at {len(data)} rows (--limit)[/]")

@@ -1,0 +1,77 @@
+"""``fleet up`` (the whole system in one process) and ``fleet demo`` (the main job, end to end)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+from rich.table import Table
+
+from fleet.cli._common import console, settings
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser("up", help="run the whole system (embedded parts for anything not set)")
+    up.add_argument("--data-dir")
+    up.add_argument("--grpc-port", type=int)
+    up.add_argument("--grpc-host")
+    up.set_defaults(fn=cmd_up)
+
+    demo = sub.add_parser(
+        "demo", help="start the embedded system, run one deliberation, show everything"
+    )
+    demo.add_argument("--data-dir", help="default .fleet/demo")
+    demo.add_argument("--grpc-port", type=int)
+    demo.set_defaults(fn=cmd_demo)
+
+
+async def cmd_up(args: argparse.Namespace) -> None:
+    from fleet.bootstrap import FleetNode
+
+    s = settings(args)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    with console.status("starting Fleet…") as status:
+        node = FleetNode(s, on_stage=lambda name, dt: status.update(f"{name} ready ({dt:.1f} s)…"))
+        await node.start()
+    try:
+        print_endpoints(node)
+        console.print("[green]Fleet is up.[/] Ctrl-C stops it; the next start resumes.")
+        await stop.wait()
+    finally:
+        with console.status("stopping Fleet…"):
+            await node.stop()
+    console.print("stopped.")
+
+
+async def cmd_demo(args: argparse.Namespace) -> None:
+    from fleet.demo import run_demo
+
+    overrides: dict[str, Any] = {}
+    if not args.data_dir:
+        overrides["data_dir"] = settings(args).data_dir / "demo"
+    await run_demo(settings(args, **overrides), console)
+
+
+def print_endpoints(node: Any) -> None:
+    t = Table(title="Fleet endpoints")
+    t.add_column("part")
+    t.add_column("where")
+    t.add_column("ready in")
+    e = node.endpoints
+    times = node.stage_seconds
+    rows = [
+        ("gRPC API", e.grpc, times.get("gRPC API")),
+        ("event store", f"{e.nats_url} stream {e.stream}", times.get("event store (JetStream)")),
+        ("cache", e.valkey_url or "off (replay on read)", None),
+        ("graph", e.graph, times.get("projections")),
+        ("LLM", f"{e.llm_url} model {e.model}", times.get("LLM endpoint")),
+        ("Ray", e.ray, times.get("agents (Ray)")),
+    ]
+    for part, where, dt in rows:
+        t.add_row(part, where, f"{dt:.1f} s" if dt is not None else "")
+    console.print(t)
