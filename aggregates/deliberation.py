@@ -48,6 +48,10 @@ class ProposalState:
     tokens: int
     latency_ms: int
     received_at: datetime
+    prompt_tokens: int = 0
+    temperature: float | None = None
+    seed: int | None = None
+    persona: str = ""
     score: float | None = None
     checks: list[CheckOutcome] = field(default_factory=list)
 
@@ -97,12 +101,28 @@ class Deliberation(Aggregate):
         agents: list[str]
 
     class ProposalReceived(Event):
+        """An agent's answer for a round, with how it was sampled (so diversity is on record).
+
+        Version 2 added ``prompt_tokens`` and the sampling (``temperature``, ``seed``,
+        ``persona``); version-1 events upcast with those unknown (None, "").
+        """
+
+        class_version = 2
+
         agent_id: str
         round: int
         content: str
         model: str
         tokens: int
         latency_ms: int
+        prompt_tokens: int
+        temperature: float | None
+        seed: int | None
+        persona: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.update(prompt_tokens=0, temperature=None, seed=None, persona="")
 
     class LateProposalReceived(Event):
         """An answer that came after a terminal state: kept for the record, changes nothing."""
@@ -293,6 +313,10 @@ class Deliberation(Aggregate):
         model: str,
         tokens: int,
         latency_ms: int,
+        prompt_tokens: int = 0,
+        temperature: float | None = None,
+        seed: int | None = None,
+        persona: str = "",
     ) -> bool:
         """Record an answer. Returns False when it came late (recorded, but changes nothing).
 
@@ -322,6 +346,10 @@ class Deliberation(Aggregate):
             model=model,
             tokens=tokens,
             latency_ms=latency_ms,
+            prompt_tokens=prompt_tokens,
+            temperature=temperature,
+            seed=seed,
+            persona=persona,
         )
         return True
 
@@ -413,7 +441,17 @@ class Deliberation(Aggregate):
 
     @event(ProposalReceived)
     def _proposal_received(
-        self, agent_id: str, round: int, content: str, model: str, tokens: int, latency_ms: int
+        self,
+        agent_id: str,
+        round: int,
+        content: str,
+        model: str,
+        tokens: int,
+        latency_ms: int,
+        prompt_tokens: int,
+        temperature: float | None,
+        seed: int | None,
+        persona: str,
     ) -> None:
         if not self.agents:  # a proposal before Started (another dispatcher raced): implied start
             self.agents = self.default_agents()
@@ -426,6 +464,10 @@ class Deliberation(Aggregate):
             tokens=tokens,
             latency_ms=latency_ms,
             received_at=self.event_time,
+            prompt_tokens=prompt_tokens,
+            temperature=temperature,
+            seed=seed,
+            persona=persona,
         )
 
     @event(LateProposalReceived)

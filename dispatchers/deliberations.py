@@ -228,6 +228,10 @@ class DeliberationDispatcher:
                 model=result.model,
                 tokens=result.completion_tokens,
                 latency_ms=result.latency_ms,
+                prompt_tokens=result.prompt_tokens,
+                temperature=turn.sampling.temperature,
+                seed=turn.sampling.seed,
+                persona=turn.sampling.persona,
             ),
         )
 
