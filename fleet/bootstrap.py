@@ -24,6 +24,7 @@ from aggregates import Role
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.application import FleetApplication
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
+from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 from fleet.queries import DeliberationQueries, HistoryGraph, StatusBoard
@@ -235,7 +236,7 @@ class FleetNode:
         s = self.settings
         assert self.store is not None and self.queries is not None
         servicer = OrchestratorServicer(
-            self.store, self.queries, default_timeout_s=s.deliberation_timeout
+            ApiServices(self.store, self.queries, default_timeout_s=s.deliberation_timeout)
         )
         server = GrpcServer(servicer, host=s.grpc_host, port=s.grpc_port)
         await self._stack.enter_async_context(server)

@@ -1,96 +1,36 @@
 """The OrchestratorService servicer and the grpc.aio server around it (health, reflection).
 
-Each method is proto → command or query → await → proto; mapping lives in ``_mapping``, error
-translation in ``_errors``.
+Each method is proto → command or query → await → proto; methods live in ``rpc_*.py`` by group,
+mapping in ``_mapping``, error translation in ``_errors``, the parts they use in ``_services``.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Callable
-from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from fleet.grpc import _mapping
-from fleet.grpc._errors import translated
-from fleet.ledger import ApplicationDeliberationStore
+from fleet.grpc._services import ApiServices
+from fleet.grpc.rpc_deliberations import DeliberationRpcs
+from fleet.grpc.rpc_history import HistoryRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
-from fleet.queries import DeliberationQueries
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # a task is at most 64 KiB; results of 16 agents fit easily
 
-Ctx = grpc.aio.ServicerContext[Any, Any]
 
+class OrchestratorServicer(DeliberationRpcs, HistoryRpcs, pb_grpc.OrchestratorServiceServicer):
+    """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented
+    answers UNIMPLEMENTED (the generated base class)."""
 
-class OrchestratorServicer(pb_grpc.OrchestratorServiceServicer):
-    def __init__(
-        self,
-        store: ApplicationDeliberationStore,
-        queries: DeliberationQueries,
-        *,
-        default_timeout_s: int,
-        clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
-    ) -> None:
-        self._store = store
-        self._queries = queries
-        self._default_timeout_s = default_timeout_s
-        self._clock = clock
-
-    @translated
-    async def Deliberate(
-        self, request: pb.DeliberateRequest, context: Ctx
-    ) -> pb.DeliberateResponse:
-        d = _mapping.new_deliberation(
-            request,
-            now=self._clock(),
-            default_timeout_s=self._default_timeout_s,
-            new_task_id=uuid.uuid4().hex,
-        )
-        stored, created = await self._store.create(d)
-        log.info(
-            "deliberation %s (task %s) %s",
-            stored.id,
-            stored.task_id,
-            "requested" if created else "already requested",
-        )
-        return pb.DeliberateResponse(
-            task_id=stored.task_id,
-            status=_mapping.STATUS_TO_PB[stored.status],  # type: ignore[arg-type]
-            metadata=_mapping.metadata(),
-        )
-
-    @translated
-    async def GetDeliberationResult(
-        self, request: pb.GetDeliberationResultRequest, context: Ctx
-    ) -> pb.GetDeliberationResultResponse:
-        view = await self._queries.result(_mapping.task_id(request.task_id))
-        return _mapping.result_response(view)
-
-    @translated
-    async def GetDeliberationHistory(
-        self, request: pb.GetDeliberationHistoryRequest, context: Ctx
-    ) -> pb.GetDeliberationHistoryResponse:
-        task = _mapping.task_id(request.task_id)
-        h = await self._queries.history(task, request.to_version or None)
-        return _mapping.history_response(task, h)
-
-    @translated
-    async def QueryHistory(
-        self, request: pb.QueryHistoryRequest, context: Ctx
-    ) -> pb.QueryHistoryResponse:
-        params = _mapping.query_params(dict(request.params_json))
-        q = await self._queries.cypher(request.cypher, params, request.limit)
-        return _mapping.query_response(q)
+    def __init__(self, services: ApiServices) -> None:
+        self.services = services
 
 
 class GrpcServer:

@@ -1,0 +1,34 @@
+"""RPCs over the history: one deliberation's events, and read-only Cypher over all of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from fleet.grpc import _mapping
+from fleet.grpc._errors import translated
+from fleet.grpc._services import ApiServices
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+
+class HistoryRpcs:
+    services: ApiServices
+
+    @translated
+    async def GetDeliberationHistory(
+        self, request: pb.GetDeliberationHistoryRequest, context: Ctx
+    ) -> pb.GetDeliberationHistoryResponse:
+        task = _mapping.task_id(request.task_id)
+        h = await self.services.queries.history(task, request.to_version or None)
+        return _mapping.history_response(task, h)
+
+    @translated
+    async def QueryHistory(
+        self, request: pb.QueryHistoryRequest, context: Ctx
+    ) -> pb.QueryHistoryResponse:
+        params = _mapping.query_params(dict(request.params_json))
+        q = await self.services.queries.cypher(request.cypher, params, request.limit)
+        return _mapping.query_response(q)
