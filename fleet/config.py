@@ -109,10 +109,18 @@ class Settings:
                 e, 3600, "FLEET_DELIBERATION_CLEANUP", "DELIBERATION_CLEANUP"
             ),
             actors_per_role=_int(e, 1, "FLEET_ACTORS_PER_ROLE"),
-            agent_call_timeout=_float(e, 120.0, "FLEET_AGENT_CALL_TIMEOUT"),
+            # The embedded server answers one request at a time and a call's budget includes
+            # its wait in the queue, so there the deliberation's own deadline is the bound.
+            agent_call_timeout=_float(
+                e,
+                120.0
+                if vllm_url
+                else float(_int(e, 300, "FLEET_DELIBERATION_TIMEOUT", "DELIBERATION_TIMEOUT")),
+                "FLEET_AGENT_CALL_TIMEOUT",
+            ),
             llm_max_in_flight=_int(e, 8, "FLEET_LLM_MAX_IN_FLIGHT"),
             # The embedded 270M model writes ~15-20 tokens/s on 2 cores, one request at a time.
-            llm_max_tokens=_int(e, 384 if vllm_url else 160, "FLEET_LLM_MAX_TOKENS"),
+            llm_max_tokens=_int(e, 384 if vllm_url else 128, "FLEET_LLM_MAX_TOKENS"),
         )
         s = replace(s, **{k: v for k, v in overrides.items() if v is not None})
         s.validate()

@@ -42,8 +42,9 @@ async def node(
         data_dir=tmp_path_factory.mktemp("fleet-e2e"),
         grpc_port=free_port(),
         vllm_url=None,  # embedded: Fleet starts llama.cpp with Gemma itself
-        deliberation_timeout=300,
-        llm_max_tokens=200,
+        deliberation_timeout=400,
+        agent_call_timeout=400,  # three agents queue on one CPU-bound server: the deadline rules
+        llm_max_tokens=128,
     )
     async with FleetNode(settings) as n:
         yield n
