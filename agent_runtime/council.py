@@ -9,6 +9,7 @@ the turn's key in the message; content is never made up.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agent_runtime.api import (
@@ -20,9 +21,16 @@ from agent_runtime.api import (
 )
 from agent_runtime.checks import assess_candidates
 from agent_runtime.openai_client import ChatClientError, OpenAIChatClient, RetryPolicy
-from agent_runtime.prompts import build_messages
+from agent_runtime.prompts import build_messages, join_prefill, prefill_of
 
-__all__ = ["CouncilMember", "EndpointConfig", "LocalAgentRuntime"]
+__all__ = ["CONTINUE_FINAL_MESSAGE", "CouncilMember", "EndpointConfig", "LocalAgentRuntime"]
+
+CONTINUE_FINAL_MESSAGE: Mapping[str, bool] = {
+    "continue_final_message": True,
+    "add_generation_prompt": False,
+}
+"""vLLM's flags for "continue the last assistant message" (the prefill). Sent only with a prefill;
+llama.cpp's server ignores them (its ``fleet-base`` format always continues a final prefill)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,9 @@ class CouncilMember:
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         """Prompt the model for one turn.
 
+        The chat ends with an assistant prefill; the result's content is the prefill joined with
+        the model's continuation (``prompts.join_prefill``), so it is the whole answer.
+
         Raises:
             AgentTurnError: the call failed (HTTP status, timeout, empty answer), naming the
                 turn's key and the endpoint URL.
@@ -70,15 +81,18 @@ class CouncilMember:
             msg = f"turn {turn.key} is for role {turn.role}, routed to a {self.role} member"
             raise AgentTurnError(msg)
         sampling = turn.sampling
+        messages = build_messages(turn)
+        prefill = prefill_of(messages)
         try:
             completion = await self.client.chat(
-                build_messages(turn),
+                messages,
                 temperature=sampling.temperature,
                 max_tokens=sampling.max_tokens,
                 seed=sampling.seed,
                 timeout_s=turn.timeout_s,
                 user=turn.agent_id,
                 model=sampling.model or None,
+                extra_body=CONTINUE_FINAL_MESSAGE if prefill else None,
             )
         except ChatClientError as e:
             self.turns_failed += 1
@@ -87,7 +101,7 @@ class CouncilMember:
         return TurnResult(
             agent_id=turn.agent_id,
             round=turn.round,
-            content=completion.content,
+            content=join_prefill(prefill, completion.content),
             model=completion.model,
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,

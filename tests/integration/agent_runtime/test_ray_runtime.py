@@ -14,6 +14,7 @@ from agent_runtime.api import (
     PeerProposal,
     Sampling,
 )
+from agent_runtime.checks import extract_code_blocks
 from agent_runtime.openai_client import RetryPolicy
 from agent_runtime.ray_runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer
@@ -76,7 +77,10 @@ async def test_round_one_sends_peers(loadgen: LoadGenServer) -> None:
         result = await runtime.run_turn(turn("d-3", "agent-dev-1", round_no=1, peers=peers))
         assert result.round == 1
         sent = loadgen.requests[-1]
-        assert "PEER-TEXT-XYZ" in sent["messages"][-1]["content"]
+        user, prefill = sent["messages"]
+        assert "PEER-TEXT-XYZ" in user["content"]
+        assert prefill == {"role": "assistant", "content": "```python\n"}
+        assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
         assert sent["user"] == "agent-dev-1" and sent["seed"] == 7 and sent["max_tokens"] == 64
     finally:
         await runtime.close()
@@ -135,10 +139,14 @@ async def test_real_gemma_answers_through_ray(llm_server: LlamaServer) -> None:
             timeout_s=180.0,
         )
         result = await runtime.run_turn(t)
-        assert result.content.strip()
         assert result.model == llm_server.model_alias
         assert result.completion_tokens > 0
-        print(f"gemma: {result.latency_ms} ms, {result.completion_tokens} tokens")
+        # A base model: through Gemma's chat template it echoed the prompt back. Through the
+        # fleet-base format it continues the prefilled code block, which comes back closed.
+        assert "senior Python developer" not in result.content
+        [block] = extract_code_blocks(result.content)
+        assert block.language == "python" and "def " in block.code
+        print(f"gemma: {result.latency_ms} ms, {result.completion_tokens} tokens\n{result.content}")
     finally:
         await runtime.close()
 
