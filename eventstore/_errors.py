@@ -27,7 +27,14 @@ from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import APIError
 
-__all__ = ["CONFLICT_CODES", "WRONG_LAST_SEQUENCE", "WrongLastSequence", "api_error", "translate"]
+__all__ = [
+    "CONFLICT_CODES",
+    "WRONG_LAST_SEQUENCE",
+    "OutcomeUnknownError",
+    "WrongLastSequence",
+    "api_error",
+    "translate",
+]
 
 WRONG_LAST_SEQUENCE: Final = 10071
 """``Nats-Expected-Last-Subject-Sequence`` did not match: another writer got there first."""
@@ -38,6 +45,13 @@ CONFLICT_CODES: Final = frozenset({WRONG_LAST_SEQUENCE, BATCH_DUPLICATE_CHECK})
 
 class WrongLastSequence(IntegrityError):
     """Error 10071: the subject's last sequence moved. The writer may refresh and decide again."""
+
+
+class OutcomeUnknownError(OperationalError):
+    """A write was sent, its acknowledgement was lost, and the server stayed unreachable for the
+    whole resolution window: it may or may not be stored. Read the aggregate back before retrying.
+    (Retrying the same save through the application is safe: it either lands once or conflicts.)
+    """
 
 
 def api_error(

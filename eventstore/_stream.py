@@ -17,24 +17,35 @@ Several records are one ADR-50 atomic batch (``Nats-Batch-Id``/``-Sequence``/``-
 all-or-nothing, contiguous sequences, not interleaved with other writes. nats.py has no helper:
 the non-last messages go out with ``publish`` (no reply) and only the commit is a request.
 
-(A little over 400 lines on purpose: writes and reads share the per-subject cache and the
-high-water mark, which must live on one loop in one object.)
+A lost acknowledgement (the commit's reply times out, or the connection drops under it) is
+resolved, never guessed: the same conditional write is sent again with the same expected
+sequence, so it cannot land twice. If the server refuses it (10071), we read the message right
+after the expected sequence from the stream leader: our own bytes mean the first attempt landed
+(success); anything else means another writer won (IntegrityError). Only when the server stays
+unreachable for the whole resolution window does the caller get ``OutcomeUnknownError`` (an
+OperationalError saying the write may have landed) or, when nothing could have been sent, a plain
+OperationalError saying nothing was written.
+
+(Over 400 lines on purpose: writes, reads and the resolution of lost acknowledgements share the
+per-subject cache and the high-water mark, which must live on one loop in one object.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, TypeVar
 
 import nats
 from eventsourcing.persistence import (
     DatabaseError,
+    DataError,
     IntegrityError,
     NotSupportedError,
     OperationalError,
@@ -43,15 +54,18 @@ from eventsourcing.persistence import (
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription as NatsSubscription
+from nats.errors import NoRespondersError, OutboundBufferLimitError
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
 from nats.js.errors import APIError, NotFoundError
 
 from eventstore._codec import position
-from eventstore._errors import WrongLastSequence, api_error
+from eventstore._errors import OutcomeUnknownError, WrongLastSequence, api_error
 
-__all__ = ["MAX_BATCH", "JetStreamLog", "StreamSettings", "Write"]
+__all__ = ["MAX_BATCH", "JetStreamLog", "Row", "StreamSettings", "Write"]
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MIN_SERVER: Final = (2, 12)
 """Atomic batch publish (ADR-50) arrived in nats-server 2.12."""
@@ -61,6 +75,21 @@ _READ_BATCH: Final = 1000
 _CACHE_SIZE: Final = 50_000
 _ATTEMPTS: Final = 5
 _MIN_LAST_SEQ_NOT_MET: Final = 10180
+_NO_MESSAGE: Final = 10037
+_RESOLVE_WINDOW: Final = 4.0
+"""How many request timeouts a lost acknowledgement may take to resolve (reconnects included)."""
+_NOT_SENT: Final = (OutboundBufferLimitError, NoRespondersError)
+"""Errors after which the write certainly did not land (disconnected: no buffer; no stream)."""
+_MAYBE_SENT: Final = (NatsTimeoutError, asyncio.TimeoutError)
+"""Errors after which the write may or may not have landed: the acknowledgement was lost."""
+
+
+class Row(NamedTuple):
+    """One stored message as read back: its stream sequence, payload and subject."""
+
+    seq: int
+    payload: bytes
+    subject: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +146,7 @@ class JetStreamLog:
         # read-your-writes without routing every read to the leader.
         self._high_water = 0
         self._direct = f"$JS.API.DIRECT.GET.{settings.stream}"
+        self._leader_reads = settings.replicas > 1
 
     # ------------------------------------------------------------------ set-up
     @classmethod
@@ -241,7 +271,8 @@ class JetStreamLog:
                 if subj in refresh or (subj not in self._last and not optimistic(w))
             ]
             if lookups:
-                await asyncio.gather(*(self.last_on_subject(subj) for subj in lookups))
+                subjects = list(lookups)
+                await self._retrying(lambda: asyncio.gather(*map(self.last_on_subject, subjects)))  # noqa: B023
             expected: dict[str, int] = {}
             for subj, w in first.items():
                 last = self._last.get(subj)
@@ -251,7 +282,10 @@ class JetStreamLog:
                 # 0 = "no message on this subject yet"
                 expected[subj] = last.seq if last is not None else 0
             try:
-                seq = await self._publish(writes, expected)
+                try:
+                    seq = await self._publish(writes, expected)
+                except (*_NOT_SENT, *_MAYBE_SENT) as e:
+                    seq = await self._resolve(writes, expected, e)
             except WrongLastSequence:
                 refresh = set(first)  # which subject failed is not said: look at all of them
                 continue
@@ -298,6 +332,97 @@ class JetStreamLog:
             raise DatabaseError(msg)
         return self._seen(int(ack["seq"]))
 
+    async def _retrying(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Await ``make()``, again while the server is unreachable, for a bounded window."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.timeout * _RESOLVE_WINDOW
+        while True:
+            try:
+                return await make()
+            except (*_NOT_SENT, *_MAYBE_SENT):
+                if loop.time() >= deadline or self.nc.is_closed:
+                    raise
+                await asyncio.sleep(0.05)
+
+    async def _resolve(
+        self, writes: Sequence[Write], expected: dict[str, int], cause: BaseException
+    ) -> int:
+        """The first attempt got no acknowledgement: decide, by reading back, whether it landed.
+
+        Returns the last sequence of the write when it is stored (exactly once). Raises
+        WrongLastSequence when it did not land and someone else moved a subject (the caller
+        refreshes and decides again), OperationalError when it certainly did not land, and
+        OutcomeUnknownError when the server stayed unreachable for the whole window.
+        """
+        s = self.settings
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + s.timeout * _RESOLVE_WINDOW
+        maybe_sent = isinstance(cause, _MAYBE_SENT)
+        where = f"{len(writes)} record(s) starting on {writes[0].subject}"
+        _log.warning("no acknowledgement for %s (%r): resolving by read-back", where, cause)
+        while True:
+            while not self.nc.is_connected and loop.time() < deadline:
+                if self.nc.is_closed:
+                    msg = f"NATS connection to {s.url} closed while writing {where}"
+                    raise OutcomeUnknownError(msg) if maybe_sent else OperationalError(msg)
+                await asyncio.sleep(0.02)
+            try:
+                # Conditional on the same expected sequences: if the first attempt landed, this
+                # one is refused; if it did not, this one is the only one that can land.
+                return await self._publish(writes, expected)
+            except WrongLastSequence:
+                break
+            except (*_NOT_SENT, *_MAYBE_SENT) as e:
+                maybe_sent = maybe_sent or isinstance(e, _MAYBE_SENT)
+                if loop.time() >= deadline:
+                    if maybe_sent:
+                        msg = (
+                            f"outcome unknown: NATS at {s.url} did not acknowledge {where} and "
+                            f"stayed unreachable for {s.timeout * _RESOLVE_WINDOW:.0f} s; the "
+                            f"write may have landed: read the aggregate back before retrying"
+                        )
+                        raise OutcomeUnknownError(msg) from e
+                    msg = f"NATS at {s.url} unreachable: {where} not written ({e!r})"
+                    raise OperationalError(msg) from e
+                await asyncio.sleep(0.05)
+        probe = writes[0]
+        body = {"seq": expected[probe.subject] + 1, "next_by_subj": probe.subject}
+        while True:  # a read: retried until the window closes (JetStream may still be recovering)
+            try:
+                found = await self.leader_get(body)
+                break
+            except (*_NOT_SENT, *_MAYBE_SENT) as e:
+                if loop.time() >= deadline:
+                    msg = (
+                        f"outcome unknown: NATS at {s.url} refused {where} as already written "
+                        f"but could not be read back; read the aggregate before retrying"
+                    )
+                    raise OutcomeUnknownError(msg) from e
+                await asyncio.sleep(0.05)
+        if found is not None and found.payload == probe.payload:
+            _log.warning("resolved: %s had landed at sequence %d", where, found.seq)
+            return self._seen(found.seq + len(writes) - 1)  # a batch is contiguous
+        raise WrongLastSequence(f"{where}: another writer moved {probe.subject} first")
+
+    async def leader_get(self, body: dict[str, Any]) -> Row | None:
+        """One message through the stream leader's ``STREAM.MSG.GET`` (consistent at any R)."""
+        s = self.settings
+        resp = await self.nc.request(
+            f"$JS.API.STREAM.MSG.GET.{s.stream}", json.dumps(body).encode(), s.timeout
+        )
+        try:
+            reply: dict[str, Any] = json.loads(resp.data)
+        except ValueError as e:
+            raise DatabaseError(f"unreadable STREAM.MSG.GET reply: {resp.data[:200]!r}") from e
+        err = reply.get("error")
+        if err:
+            if err.get("err_code") == _NO_MESSAGE:
+                return None
+            where = f"leader get {body}"
+            raise api_error(err.get("err_code"), err.get("code"), err.get("description", ""), where)
+        m = reply["message"]
+        return Row(self._seen(int(m["seq"])), base64.b64decode(m.get("data") or ""), m["subject"])
+
     def _seen(self, seq: int) -> int:
         self._high_water = max(self._high_water, seq)
         return seq
@@ -311,16 +436,22 @@ class JetStreamLog:
         while len(self._last) > _CACHE_SIZE:
             self._last.popitem(last=False)
 
+    def _remember_row(self, subject: str, row: Row) -> None:
+        try:
+            self._remember(subject, position(row.payload), row.seq)
+        except DataError:
+            # Not ours to decode: the recorder names it (sequence and subject) to its caller.
+            self._last.pop(subject, None)
+
     def forget(self, subject: str) -> None:
         self._last.pop(subject, None)
 
-    async def last_on_subject(self, subject: str) -> tuple[int, bytes] | None:
+    async def last_on_subject(self, subject: str) -> Row | None:
         """The last message on one (non-wildcard) subject; refreshes the cache for it."""
         self._last.pop(subject, None)
         found = await self.last(subject)
         if found is not None:
-            seq, payload = found
-            self._remember(subject, position(payload), seq)
+            self._remember_row(subject, found)
         return found
 
     # ------------------------------------------------------------------ reads
@@ -329,8 +460,14 @@ class JetStreamLog:
             body["min_last_seq"] = self._high_water
         return json.dumps(body).encode()
 
-    async def last(self, subject: str) -> tuple[int, bytes] | None:
-        """The last message on ``subject`` (wildcards allowed) as (seq, payload), or None."""
+    async def last(self, subject: str) -> Row | None:
+        """The last message on ``subject`` (wildcards allowed), or None.
+
+        With replicas > 1 this asks the stream leader: "the last" must be the latest write
+        (max notification id, max tracking id, the version a writer checks against).
+        """
+        if self._leader_reads:
+            return await self.leader_get({"last_by_subj": subject})
         for _ in range(3):
             msg = await self.nc.request(
                 self._direct, self._request({"last_by_subj": subject}), self.settings.timeout
@@ -340,29 +477,30 @@ class JetStreamLog:
             if status == "404":
                 return None
             if status is None:
-                return self._seen(int(hdrs["Nats-Sequence"])), msg.data
+                seq = self._seen(int(hdrs["Nats-Sequence"]))
+                return Row(seq, msg.data, hdrs.get("Nats-Subject", subject))
             if status == "412" or str(_MIN_LAST_SEQ_NOT_MET) in hdrs.get("Description", ""):
                 await asyncio.sleep(0.01)  # a lagging replica answered; ask again
                 continue
             raise DatabaseError(f"direct get on {subject}: {status} {hdrs.get('Description')}")
         raise OperationalError(f"no up-to-date replica answered for {subject}")
 
-    async def read_subject(self, subject: str) -> list[tuple[int, bytes]]:
+    async def read_subject(self, subject: str) -> list[Row]:
         """All messages on one (non-wildcard) subject; remembers its last (position, seq)."""
         rows = await self.read(subject)
         if rows:
-            self._remember(subject, position(rows[-1][1]), rows[-1][0])
+            self._remember_row(subject, rows[-1])
         return rows
 
     async def read(
         self, subject: str, start: int = 1, *, limit: int | None = None, stop: int | None = None
-    ) -> list[tuple[int, bytes]]:
+    ) -> list[Row]:
         """Messages on ``subject`` (wildcards allowed) from sequence ``start``, in order.
 
         Uses batch direct get: one request, a stream of replies, then a 204 end-of-batch. The
         server ignores ``up_to_seq`` for a plain batch, so ``stop`` is enforced here.
         """
-        out: list[tuple[int, bytes]] = []
+        out: list[Row] = []
         seq = max(start, 1)
         while limit is None or len(out) < limit:
             want = _READ_BATCH if limit is None else min(_READ_BATCH, limit - len(out))
@@ -371,35 +509,35 @@ class JetStreamLog:
                     break
                 want = min(want, stop - seq + 1)
             got, more = await self._read_batch(subject, seq, want)
-            for s, data in got:
-                if stop is not None and s > stop:
+            for row in got:
+                if stop is not None and row.seq > stop:
                     return out
-                out.append((s, data))
+                out.append(row)
             if not got or not more:
                 break
-            seq = got[-1][0] + 1
+            seq = got[-1].seq + 1
         return out
 
-    async def _read_batch(self, subject: str, seq: int, batch: int) -> tuple[list[Any], bool]:
+    async def _read_batch(self, subject: str, seq: int, batch: int) -> tuple[list[Row], bool]:
         inbox = self.nc.new_inbox()
         sub = await self.nc.subscribe(inbox)
         try:
             body = self._request({"seq": seq, "next_by_subj": subject, "batch": batch})
             await self.nc.publish(self._direct, body, reply=inbox)
-            got: list[tuple[int, bytes]] = []
+            got: list[Row] = []
             while True:
                 msg = await sub.next_msg(timeout=self.settings.timeout)
                 hdrs = msg.headers or {}
                 status = hdrs.get("Status")
                 if status is None:
-                    got.append((int(hdrs["Nats-Sequence"]), msg.data))
+                    got.append(Row(int(hdrs["Nats-Sequence"]), msg.data, hdrs["Nats-Subject"]))
                     continue
                 if status == "404":  # nothing at or after seq on that subject
                     return got, False
                 if status == "204":  # end of batch; pending = matches left after it
                     pending = int(hdrs.get("Nats-Num-Pending", "0") or 0)
                     if got:
-                        self._seen(got[-1][0])
+                        self._seen(got[-1].seq)
                     return got, pending > 0
                 raise DatabaseError(
                     f"batch direct get on {subject}: {status} {hdrs.get('Description')}"
@@ -408,7 +546,7 @@ class JetStreamLog:
             await sub.unsubscribe()
 
     async def consume(
-        self, subject: str, start: int, on_msg: Callable[[int, bytes], None]
+        self, subject: str, start: int, on_msg: Callable[[Row], None]
     ) -> Callable[[], Coroutine[Any, Any, None]]:
         """Ordered consumer on ``subject`` from sequence ``start``; returns its unsubscribe.
 
@@ -419,7 +557,7 @@ class JetStreamLog:
         js = self.nc.jetstream(timeout=self.settings.timeout)
 
         async def cb(msg: Msg) -> None:
-            on_msg(msg.metadata.sequence.stream, msg.data)
+            on_msg(Row(msg.metadata.sequence.stream, msg.data, msg.subject))
 
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,

@@ -12,6 +12,13 @@ Per-aggregate optimistic concurrency uses ``Nats-Expected-Last-Subject-Sequence`
 several events (one aggregate or several, plus a tracking record) is one ADR-50 atomic batch.
 See ``_stream.py`` for the write protocol and ``_codec.py`` for the message layout.
 
+A message that cannot be decoded (written by something else, or damaged) raises ``DataError``
+naming its stream sequence and subject; it never stops other aggregates from loading, since
+each aggregate is read from its own subject. Reads are retried while the server is unreachable
+(they are idempotent); writes are conditional, so a lost acknowledgement is resolved by reading
+back (see ``_stream.py``): the caller gets success, IntegrityError, or an OperationalError that
+says plainly whether the write may have landed (``OutcomeUnknownError``).
+
 Settings (read the eventsourcing way: ``<APPNAME>_<KEY>`` first, then ``<KEY>``):
 ``NATS_URL``, ``NATS_STREAM``, ``NATS_SUBJECT_PREFIX``, ``NATS_STREAM_REPLICAS``, ``NATS_TIMEOUT``.
 """
@@ -20,15 +27,18 @@ from __future__ import annotations
 
 import queue
 import re
-from collections.abc import Coroutine, Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
+    DataError,
     InfrastructureFactory,
     Notification,
+    OperationalError,
     ProcessRecorder,
     ProgrammingError,
     StoredEvent,
@@ -39,9 +49,9 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import Environment, EnvType, resolve_topic
 
 from eventstore._codec import decode, encode, subject_token
-from eventstore._errors import translate
+from eventstore._errors import OutcomeUnknownError, translate
 from eventstore._loop import LoopThread
-from eventstore._stream import MAX_BATCH, JetStreamLog, StreamSettings, Write
+from eventstore._stream import MAX_BATCH, JetStreamLog, Row, StreamSettings, Write
 
 __all__ = [
     "Factory",
@@ -52,6 +62,7 @@ __all__ = [
     "JetStreamProcessRecorder",
     "JetStreamSubscription",
     "JetStreamTrackingRecorder",
+    "OutcomeUnknownError",
 ]
 
 T = TypeVar("T")
@@ -87,6 +98,22 @@ class JetStreamConnection:
         except Exception as e:
             raise translate(e, url=self.settings.url, where=where) from e
 
+    def read(self, coro: Callable[[], Coroutine[Any, Any, T]], where: str) -> T:
+        """Run a read, retrying while the server is unreachable (reads are idempotent).
+
+        Gives up with OperationalError (naming the URL) after about three request timeouts.
+        """
+        deadline = time.monotonic() + self.settings.timeout * 3
+        while True:
+            try:
+                return self.call(coro(), where)
+            except OutcomeUnknownError:
+                raise
+            except OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
     def close(self) -> None:
         if not self.loop.in_loop_thread():
             try:
@@ -99,15 +126,26 @@ class JetStreamConnection:
         return f"{self.settings.prefix}.{kind}.{subject_token(key)}"
 
 
-def _stored(payload: bytes) -> StoredEvent:
-    oid, version, topic, state = decode(payload)
+def _decode(row: Row) -> tuple[UUID | str, int, str, bytes]:
+    try:
+        return decode(row.payload)
+    except (DataError, UnicodeDecodeError, ValueError) as e:
+        msg = (
+            f"undecodable message at stream sequence {row.seq} on subject {row.subject!r} "
+            f"({len(row.payload)} bytes): {e}"
+        )
+        raise DataError(msg) from e
+
+
+def _stored(row: Row) -> StoredEvent:
+    oid, version, topic, state = _decode(row)
     return StoredEvent(originator_id=oid, originator_version=version, topic=topic, state=state)
 
 
-def _notification(seq: int, payload: bytes) -> Notification:
-    oid, version, topic, state = decode(payload)
+def _notification(row: Row) -> Notification:
+    oid, version, topic, state = _decode(row)
     return Notification(
-        id=seq, originator_id=oid, originator_version=version, topic=topic, state=state
+        id=row.seq, originator_id=oid, originator_version=version, topic=topic, state=state
     )
 
 
@@ -166,12 +204,12 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         subject = c.subject(self.kind, originator_id)
         if desc and limit == 1 and gt is None and lte is None:
             # The latest snapshot (or event): one direct get by subject.
-            last = c.call(c.log.last_on_subject(subject), f"last of {subject}")
-            return [] if last is None else [_stored(last[1])]
+            last = c.read(lambda: c.log.last_on_subject(subject), f"last of {subject}")
+            return [] if last is None else [_stored(last)]
         # Versions increase along a subject, so stream order is version order; the bounds are
         # applied here (an aggregate is short; there is no server-side index on versions).
-        rows = c.call(c.log.read_subject(subject), f"read {subject}")
-        events = [_stored(payload) for _, payload in rows]
+        rows = c.read(lambda: c.log.read_subject(subject), f"read {subject}")
+        events = [_stored(row) for row in rows]
         events = [
             e
             for e in events
@@ -209,7 +247,8 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         first = max(start if inclusive_of_start else start + 1, 1)
         c = self.connection
         where = f"notifications from {first}"
-        return c.call(self._select(first, limit, stop, frozenset(topics)), where)
+        wanted = frozenset(topics)
+        return c.read(lambda: self._select(first, limit, stop, wanted), where)
 
     async def _select(
         self, first: int, limit: int, stop: int | None, topics: frozenset[str]
@@ -217,7 +256,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         log = self.connection.log
         if not topics:
             rows = await log.read(self.events_subject, first, limit=limit, stop=stop)
-            return [_notification(seq, payload) for seq, payload in rows]
+            return [_notification(row) for row in rows]
         # Filter, then keep reading until `limit` matches: the library's log reader stops at
         # the first short page, so scan-then-filter would lose events.
         out: list[Notification] = []
@@ -225,21 +264,21 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         seq = first
         while len(out) < limit:
             rows = await log.read(self.events_subject, seq, limit=page, stop=stop)
-            for s, payload in rows:
-                n = _notification(s, payload)
+            for row in rows:
+                n = _notification(row)
                 if n.topic in topics:
                     out.append(n)
                     if len(out) == limit:
                         break
             if len(rows) < page:
                 break
-            seq = rows[-1][0] + 1
+            seq = rows[-1].seq + 1
         return out
 
     def max_notification_id(self) -> int | None:
         c = self.connection
-        last = c.call(c.log.last(self.events_subject), "max notification id")
-        return None if last is None else last[0]
+        last = c.read(lambda: c.log.last(self.events_subject), "max notification id")
+        return None if last is None else last.seq
 
     def subscribe(
         self, gt: int | None = None, topics: Sequence[str] = ()
@@ -262,15 +301,15 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
     ) -> None:
         super().__init__(recorder=recorder, gt=gt, topics=topics)
         self._wanted = frozenset(topics)
-        self._queue: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Row | None] = queue.SimpleQueue()
         c = recorder.connection
         self._connection = c
         self._unsubscribe = c.call(
             c.log.consume(recorder.events_subject, (gt or 0) + 1, self._on_msg), "subscribe"
         )
 
-    def _on_msg(self, seq: int, payload: bytes) -> None:
-        self._queue.put((seq, payload))
+    def _on_msg(self, row: Row) -> None:
+        self._queue.put(row)
 
     def stop(self) -> None:
         if self._has_been_stopped:
@@ -284,11 +323,10 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
             item = self._queue.get()
             if item is None:
                 break
-            seq, payload = item
-            n = _notification(seq, payload)
+            n = _notification(item)  # DataError names the sequence and subject
             if self._wanted and n.topic not in self._wanted:
                 continue
-            self._last_notification_id = seq
+            self._last_notification_id = item.seq
             return n
         raise StopIteration
 
@@ -322,8 +360,8 @@ class JetStreamTrackingRecorder(TrackingRecorder):
     def max_tracking_id(self, application_name: str) -> int | None:
         c = self.connection
         subject = c.subject(_TRACKING, application_name)
-        last = c.call(c.log.last(subject), f"tracking {subject}")
-        return None if last is None else decode(last[1])[1]
+        last = c.read(lambda: c.log.last(subject), f"tracking {subject}")
+        return None if last is None else _decode(last)[1]
 
 
 class JetStreamProcessRecorder(

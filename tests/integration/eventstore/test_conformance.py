@@ -2,6 +2,15 @@
 
 Each test gets a stream of its own: the cases expect notification ids 1, 2, 3 on an empty store,
 and a JetStream purge does not reset sequences (our streams deny purge anyway).
+
+Cases run, none overridden (only their abstract hooks are filled in): AggregateRecorderTestCase
+(events, and snapshots), ApplicationRecorderTestCase with optional_test_insert_subscribe,
+TrackingRecorderTestCase, ProcessRecorderTestCase, NonInterleavingNotificationIDsBaseCase (1000
+events), InfrastructureFactoryTestCase, ExampleApplicationTestCase, ApplicationTestCase, and the
+projection cases EventCountersViewTestCase, AggregateEventCountersProjectionTestCase and
+EventSourcedProjectionTestCase. The counters view those need is a JetStream tracking recorder
+whose counters are subjects of the same stream, written in one atomic batch with the tracking
+record (see ``JetStreamEventCountersView``).
 """
 
 from __future__ import annotations
@@ -9,14 +18,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
     InfrastructureFactory,
     ProcessRecorder,
+    StoredEvent,
+    Tracking,
     TrackingRecorder,
 )
-from eventsourcing.tests.application import ExampleApplicationTestCase
+from eventsourcing.tests.application import ApplicationTestCase, ExampleApplicationTestCase
 from eventsourcing.tests.persistence import (
     AggregateRecorderTestCase,
     ApplicationRecorderTestCase,
@@ -25,16 +37,46 @@ from eventsourcing.tests.persistence import (
     ProcessRecorderTestCase,
     TrackingRecorderTestCase,
 )
+from eventsourcing.tests.projection import (
+    AggregateEventCountersProjectionTestCase,
+    EventCountersView,
+    EventCountersViewTestCase,
+    EventSourcedProjectionTestCase,
+)
 from eventsourcing.utils import Environment
 
+from eventstore._codec import encode, position
+from eventstore._stream import Write
 from eventstore.jetstream import (
     JetStreamAggregateRecorder,
     JetStreamApplicationRecorder,
     JetStreamFactory,
     JetStreamProcessRecorder,
     JetStreamTrackingRecorder,
+    _tracking_write,
 )
 from tests.fixtures.nats import session_nats_url, unique_stream_name
+
+_ENV_KEYS = ("PERSISTENCE_MODULE", "NATS_URL", "NATS_STREAM")
+
+
+class OsEnviron:
+    """Mixin: PERSISTENCE_MODULE and a fresh stream in os.environ, as a user would configure."""
+
+    def setUp(self) -> None:
+        self._saved: dict[str, Any] = {k: os.environ.get(k) for k in _ENV_KEYS}
+        os.environ["PERSISTENCE_MODULE"] = "eventstore.jetstream"
+        os.environ["NATS_URL"] = session_nats_url()
+        os.environ["NATS_STREAM"] = unique_stream_name("APP")
+        super().setUp()  # type: ignore[misc]
+
+    def tearDown(self) -> None:
+        super().tearDown()  # type: ignore[misc]
+        for k, v in self._saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class FreshStream:
@@ -119,26 +161,87 @@ class TestInfrastructureFactory(InfrastructureFactoryTestCase[JetStreamFactory])
         return JetStreamProcessRecorder
 
 
-class TestExampleApplication(ExampleApplicationTestCase):
+class TestExampleApplication(OsEnviron, ExampleApplicationTestCase):
     """BankAccounts with snapshots, configured only through os.environ, as a user would."""
 
     expected_factory_topic = "eventstore.jetstream:JetStreamFactory"
-    _keys = ("PERSISTENCE_MODULE", "NATS_URL", "NATS_STREAM")
+
+
+class TestApplication(OsEnviron, ApplicationTestCase):
+    """The library's Application behaviour (cache fast-forwarding under 100 contending threads,
+    notification ids 1..4 from save(), ...) on JetStream.
+
+    Fleet's pytest config ignores DeprecationWarning; test_application_log counts one, so this
+    class restores the default filter (the case itself is not changed).
+    """
+
+    pytestmark = pytest.mark.filterwarnings("always::DeprecationWarning")
+
+
+class JetStreamEventCountersView(JetStreamTrackingRecorder, EventCountersView):
+    """A counters read model on JetStream: each counter is a subject (``P.v.<name>``) whose last
+    message's position is the count; an increment and its tracking record are one atomic batch,
+    so a repeated tracking id changes no counter."""
+
+    def _subject(self, name: str) -> str:
+        return self.connection.subject("v", name)
+
+    def _get(self, name: str) -> int:
+        c = self.connection
+        last = c.read(lambda: c.log.last_on_subject(self._subject(name)), f"counter {name}")
+        return 0 if last is None else position(last.payload)
+
+    def _incr(self, name: str, tracking: Tracking) -> None:
+        c = self.connection
+        count = self._get(name) + 1
+        record = StoredEvent(originator_id=name, originator_version=count, topic="", state=b"")
+        writes = [
+            Write(self._subject(name), count, encode(record)),
+            _tracking_write(c, tracking),
+        ]
+        c.call(c.log.append(writes, optimistic=lambda _: False), f"counter {name}")
+
+    def get_created_event_counter(self) -> int:
+        return self._get("created")
+
+    def get_subsequent_event_counter(self) -> int:
+        return self._get("subsequent")
+
+    def incr_created_event_counter(self, tracking: Tracking) -> None:
+        self._incr("created", tracking)
+
+    def incr_subsequent_event_counter(self, tracking: Tracking) -> None:
+        self._incr("subsequent", tracking)
+
+
+class TestEventCountersView(FreshStream, EventCountersViewTestCase):
+    def construct_event_counters_view(self) -> EventCountersView:
+        return self.factory.tracking_recorder(JetStreamEventCountersView)
+
+
+def _projection_env() -> dict[str, str]:
+    """Each application and view on a stream of its own (upstream, downstream, view)."""
+    return {
+        "PERSISTENCE_MODULE": "eventstore.jetstream",
+        "NATS_URL": session_nats_url(),
+        "APPLICATION_NATS_STREAM": unique_stream_name("UP"),
+        "COUNTERS_NATS_STREAM": unique_stream_name("DOWN"),
+        "EVENTCOUNTERS_NATS_STREAM": unique_stream_name("VIEW"),
+    }
+
+
+class TestAggregateEventCountersProjection(AggregateEventCountersProjectionTestCase):
+    view_class = JetStreamEventCountersView
 
     def setUp(self) -> None:
-        self._saved: dict[str, Any] = {k: os.environ.get(k) for k in self._keys}
-        os.environ["PERSISTENCE_MODULE"] = "eventstore.jetstream"
-        os.environ["NATS_URL"] = session_nats_url()
-        os.environ["NATS_STREAM"] = unique_stream_name("APP")
+        self.env = _projection_env()  # type: ignore[misc]
         super().setUp()
 
-    def tearDown(self) -> None:
-        super().tearDown()
-        for k, v in self._saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+
+class TestEventSourcedProjection(EventSourcedProjectionTestCase):
+    def setUp(self) -> None:
+        self.env = _projection_env()  # type: ignore[misc]
+        super().setUp()
 
 
 del AggregateRecorderTestCase
@@ -148,3 +251,7 @@ del ProcessRecorderTestCase
 del NonInterleavingNotificationIDsBaseCase
 del InfrastructureFactoryTestCase
 del ExampleApplicationTestCase
+del ApplicationTestCase
+del EventCountersViewTestCase
+del AggregateEventCountersProjectionTestCase
+del EventSourcedProjectionTestCase

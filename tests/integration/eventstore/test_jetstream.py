@@ -202,9 +202,10 @@ def test_sigkill_and_restart(private_nats_server: NatsServer) -> None:
         with pytest.raises(OperationalError, match=private_nats_server.url):
             recorder.insert_events([_event(oid, 3)])
         private_nats_server.start()
-        # The same connection reconnects; nothing acknowledged was lost. (A write in flight
-        # at the moment of the kill has an unknown outcome, as with any database; one made
-        # while disconnected is refused at once and never lands later.)
+        # The same connection reconnects; nothing acknowledged was lost. A write made while
+        # disconnected waits out the resolution window (4 request timeouts) for the server, then
+        # is refused as "not written" and never lands later; a write whose acknowledgement is
+        # lost is resolved by read-back (test_readback.py, test_crash.py).
         for _ in range(100):
             try:
                 stored = [e.originator_version for e in recorder.select_events(oid)]

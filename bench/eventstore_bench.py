@@ -1,0 +1,295 @@
+"""Event store figures, each beside the raw nats-py ceiling measured in the same run.
+
+    .venv/bin/python bench/eventstore_bench.py [--seconds 1.5]
+
+Starts its own private nats-server (file storage, loopback), so it never touches a server the
+machine runs. Every figure goes through the real path (eventsourcing Application or recorder on
+``eventstore.jetstream``); every ceiling is plain nats-py doing the least that could give the
+same answer. Each measurement is bounded to about ``--seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import nats
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import StoredEvent
+
+from fleet.embedded.nats import NatsServer
+
+
+class Counter(Aggregate):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def increment(self) -> None:
+        self.trigger_event(self.Incremented)
+
+    class Incremented(Aggregate.Event):
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, Counter)
+            aggregate.count += 1
+
+
+def _rate(fn: Callable[[], None], seconds: float) -> float:
+    """Calls of ``fn`` per second, over about ``seconds``."""
+    n, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        fn()
+        n += 1
+    return n / elapsed
+
+
+def _per_call(fn: Callable[[], None], seconds: float) -> float:
+    """Median seconds per call of ``fn``, over about ``seconds``."""
+    samples: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+# ---------------------------------------------------------------------- raw nats-py ceilings
+async def raw_publish_rate(url: str, stream: str, seconds: float) -> float:
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    await js.add_stream(name=stream, subjects=[f"{stream}.>"])
+    payload = b"x" * 200
+    n, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        await js.publish(f"{stream}.e.{n % 64}", payload)
+        n += 1
+    await nc.close()
+    return n / elapsed
+
+
+async def raw_read_subject(url: str, stream: str, subject: str, seconds: float) -> float:
+    """Median time to read every message of one subject with one batch direct get."""
+    nc = await nats.connect(url)
+    body = json.dumps({"seq": 1, "next_by_subj": subject, "batch": 1000}).encode()
+    samples: list[float] = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", body, reply=inbox)
+        got = []
+        while True:
+            msg = await sub.next_msg(timeout=5)
+            if (msg.headers or {}).get("Status"):
+                break
+            got.append(msg.data)
+        await sub.unsubscribe()
+        samples.append(time.perf_counter() - t)
+    await nc.close()
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+async def raw_replay_rate(url: str, subject: str, count: int) -> float:
+    """Messages per second of an ordered consumer replaying ``count`` messages from seq 1."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    done = asyncio.Event()
+    seen = 0
+
+    async def cb(msg: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen >= count:
+            done.set()
+
+    start = time.perf_counter()
+    sub = await js.subscribe(subject, cb=cb, ordered_consumer=True)
+    await asyncio.wait_for(done.wait(), 60)
+    elapsed = time.perf_counter() - start
+    await sub.unsubscribe()
+    await nc.close()
+    return count / elapsed
+
+
+# ---------------------------------------------------------------------- the event store
+def single_writer(app: Application[Any], seconds: float) -> float:
+    c = Counter()
+    app.save(c)
+
+    def save() -> None:
+        c.increment()
+        app.save(c)
+
+    return _rate(save, seconds)
+
+
+def concurrent_writers(app: Application[Any], writers: int, seconds: float) -> float:
+    counters = [Counter() for _ in range(writers)]
+    app.save(*counters)
+    counts = [0] * writers
+    barrier = threading.Barrier(writers + 1)
+    stop = threading.Event()
+
+    def run(i: int) -> None:
+        c = counters[i]
+        barrier.wait()
+        while not stop.is_set():
+            c.increment()
+            app.save(c)
+            counts[i] += 1
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def subscription_catch_up(app: Application[Any], count: int) -> float:
+    start = time.perf_counter()
+    with app.recorder.subscribe(gt=None) as sub:
+        for i, _ in enumerate(sub, start=1):
+            if i >= count:
+                break
+    return count / (time.perf_counter() - start)
+
+
+def log_catch_up(app: Application[Any], count: int) -> float:
+    start, seen, nxt = time.perf_counter(), 0, 1
+    while seen < count:
+        page = app.recorder.select_notifications(nxt, 1000)
+        if not page:
+            break
+        seen += len(page)
+        nxt = page[-1].id + 1
+    return seen / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=1.5, help="length of each measurement")
+    ap.add_argument("--catch-up", type=int, default=30_000, help="notifications to catch up")
+    args = ap.parse_args()
+    secs = args.seconds
+    tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
+    server = NatsServer(tmp / "nats")
+    server.start()
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(name: str, ours: str, raw: str, ratio: float, target: str, ok: bool) -> None:
+        rows.append((name, ours, raw, f"{ratio:.2f}", f"{target} {'PASS' if ok else 'MISS'}"))
+
+    try:
+        env = {
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "NATS_URL": server.url,
+            "NATS_STREAM": "BENCH",
+        }
+        app = Application[Any](env=env)
+        try:
+            raw_pub = asyncio.run(raw_publish_rate(server.url, "RAWPUB", secs))
+            one = single_writer(app, secs)
+            row(
+                "single-event saves/s",
+                f"{one:,.0f}",
+                f"{raw_pub:,.0f} js.publish/s",
+                one / raw_pub,
+                ">= 0.50",
+                one / raw_pub >= 0.5,
+            )
+            many = concurrent_writers(app, 16, secs)
+            row(
+                "16 writers, saves/s",
+                f"{many:,.0f}",
+                f"{one:,.0f} (1 writer)",
+                many / one,
+                ">= 1.50",
+                many / one >= 1.5,
+            )
+
+            c = Counter()
+            for _ in range(49):
+                c.increment()
+            app.save(c)  # 50 events, one atomic batch
+            subject = f"BENCH.e.{c.id}"
+            raw_read = asyncio.run(raw_read_subject(server.url, "BENCH", subject, secs))
+
+            def load() -> None:
+                assert app.repository.get(c.id).version == 50
+
+            ours_read = _per_call(load, secs)
+            row(
+                "load 50-event aggregate",
+                f"{ours_read * 1e3:.2f} ms",
+                f"{raw_read * 1e3:.2f} ms raw read",
+                ours_read / raw_read,
+                "<= 3.00",
+                ours_read / raw_read <= 3.0,
+            )
+
+            # Fill the log to --catch-up events (batches of 1000 through the recorder).
+            have = app.recorder.max_notification_id() or 0
+            while have < args.catch_up:
+                oid = uuid.uuid4()
+                n = min(1000, args.catch_up - have)
+                app.recorder.insert_events(
+                    [
+                        StoredEvent(originator_id=oid, originator_version=v, topic="t", state=b"{}")
+                        for v in range(1, n + 1)
+                    ]
+                )
+                have += n
+            raw_replay = asyncio.run(raw_replay_rate(server.url, "BENCH.e.>", have))
+            sub_rate = subscription_catch_up(app, have)
+            log_rate = log_catch_up(app, have)
+            row(
+                f"catch-up of {have:,}: subscribe()/s",
+                f"{sub_rate:,.0f}",
+                f"{raw_replay:,.0f} ordered consumer/s",
+                sub_rate / raw_replay,
+                ">= 0.50",
+                sub_rate / raw_replay >= 0.5,
+            )
+            row(
+                f"catch-up of {have:,}: select_notifications/s",
+                f"{log_rate:,.0f}",
+                f"{raw_replay:,.0f} ordered consumer/s",
+                log_rate / raw_replay,
+                ">= 0.50",
+                log_rate / raw_replay >= 0.5,
+            )
+        finally:
+            app.close()
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    header = ("figure", "event store", "raw nats-py (same run)", "ratio", "target")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    for r in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""``fleet events tail``: follow the JetStream event stream live, one readable line per event.
+
+Reads the application sequence (the stream's event subjects) from the event store directly, so it
+works without the gRPC API. Each line: stream sequence, time, aggregate id, event type and a short
+summary (the same summaries as ``fleet replay``); ``--json`` prints one JSON object per line. A
+message that cannot be decoded is reported on stderr with its sequence and subject, and the tail
+goes on. Ctrl-C stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from fleet.cli._common import event_store
+from fleet.timeline import entry, to_json
+
+
+def register(sub: Any) -> None:
+    ev = sub.add_parser("events", help="the event stream in JetStream")
+    esub = ev.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    t = esub.add_parser("tail", help="follow the event stream live (Ctrl-C stops)")
+    t.add_argument(
+        "--from-seq",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start at stream sequence N (default: only events stored from now on)",
+    )
+    t.add_argument("--count", type=int, default=0, metavar="N", help="exit after N events")
+    t.add_argument("--data-dir", help="where `fleet up` keeps its data (default .fleet)")
+    t.add_argument("--json", action="store_true", help="one JSON object per line")
+    t.set_defaults(fn=cmd_tail)
+
+
+async def cmd_tail(args: argparse.Namespace) -> None:
+    url, stream = event_store(args)
+    app = await asyncio.to_thread(_open, url, stream)
+    try:
+        if args.from_seq > 0:
+            gt: int | None = args.from_seq - 1
+        else:
+            gt = await asyncio.to_thread(app.recorder.max_notification_id)
+        subscription = await asyncio.to_thread(app.recorder.subscribe, gt)
+        try:
+            await asyncio.to_thread(_follow, app, subscription, args)
+        finally:
+            subscription.stop()  # wakes the reading thread on Ctrl-C (the task is cancelled)
+    finally:
+        await asyncio.to_thread(app.close)
+
+
+def _open(url: str, stream: str) -> Any:
+    from fleet.application import FleetApplication
+
+    return FleetApplication(
+        env={
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "FLEET_NATS_URL": url,
+            "FLEET_NATS_STREAM": stream,
+        }
+    )
+
+
+def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
+    from eventsourcing.persistence import DataError
+
+    shown = 0
+    while True:
+        try:
+            notification = next(subscription)
+        except StopIteration:
+            return
+        except DataError as e:  # names the stream sequence and subject
+            print(f"error: {e}", file=sys.stderr, flush=True)
+            continue
+        try:
+            event = app.mapper.to_domain_event(notification)
+            line = _line(notification.id, event, as_json=args.json)
+        except Exception as e:  # an event of a type this Fleet does not know, or bad state
+            print(
+                f"error: cannot decode event at stream sequence {notification.id} "
+                f"({notification.topic}, aggregate {notification.originator_id} "
+                f"v{notification.originator_version}): {e!r}",
+                file=sys.stderr,
+                flush=True,
+            )
+            continue
+        print(line, flush=True)
+        shown += 1
+        if args.count and shown >= args.count:
+            return
+
+
+def _line(seq: int, event: Any, *, as_json: bool) -> str:
+    e = entry(event)
+    if as_json:
+        return to_json(
+            {
+                "seq": seq,
+                "at": e.at,
+                "aggregate_id": event.originator_id,
+                "version": e.version,
+                "type": e.type,
+                "summary": e.summary,
+                "data": e.data,
+            }
+        )
+    at = e.at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return f"{seq:>8}  {at}  {event.originator_id}  v{e.version:<3} {e.type:<22} {e.summary}"

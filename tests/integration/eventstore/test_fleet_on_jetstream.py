@@ -1,0 +1,259 @@
+"""Fleet's own aggregates on JetStream: upcasting, snapshots, replay and ``fleet events tail``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import get_topic
+
+from aggregates import AgentId, Deliberation
+from fleet.application import FleetApplication
+from fleet.cli import main
+from fleet.replay import replay
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _request(task_id: str, *, agents: int = 1, rounds: int = 1) -> Deliberation:
+    return Deliberation.request(
+        task_id=task_id,
+        task="fib",
+        role="DEV",
+        num_agents=agents,
+        rounds=rounds,
+        requested_at=datetime.now(tz=UTC),
+        timeout_seconds=60,
+    )
+
+
+def _propose(d: Deliberation, agent: AgentId, round_no: int) -> None:
+    d.receive_proposal(
+        agent_id=agent,
+        round=round_no,
+        content=f"def fib(n): ...  # {agent} r{round_no}",
+        model="m",
+        tokens=7,
+        latency_ms=12,
+    )
+
+
+def test_version_1_events_stored_in_jetstream_upcast_on_replay(nats_env: dict[str, str]) -> None:
+    app = FleetApplication(env=nats_env)
+    try:
+        d = _request("old-1")
+        d.start()
+        app.save(d)
+        # What a Fleet before class_version 2 wrote: no prompt_tokens, no sampling, no
+        # class_version; stored as raw bytes in the JetStream stream.
+        v1_state = {
+            "originator_id": {"_type_": "uuid_hex", "_data_": d.id.hex},
+            "originator_version": d.version + 1,
+            "timestamp": {"_type_": "datetime_iso", "_data_": datetime.now(tz=UTC).isoformat()},
+            "agent_id": "dev-agent-1",
+            "round": 0,
+            "content": "def fib(n): ...",
+            "model": "old-model",
+            "tokens": 7,
+            "latency_ms": 12,
+        }
+        app.recorder.insert_events(
+            [
+                StoredEvent(
+                    originator_id=d.id,
+                    originator_version=d.version + 1,
+                    topic=get_topic(Deliberation.ProposalReceived),
+                    state=json.dumps(v1_state).encode(),
+                )
+            ]
+        )
+    finally:
+        app.close()
+    fresh = FleetApplication(env=nats_env)  # a new process's view: nothing cached
+    try:
+        replayed: Deliberation = fresh.repository.get(d.id)
+        p = replayed.proposals[(AgentId("dev-agent-1"), 0)]
+        assert (p.content, p.model, p.tokens) == ("def fib(n): ...", "old-model", 7)
+        assert (p.prompt_tokens, p.temperature, p.seed, p.persona) == (0, None, None, "")
+        assert replayed.version == d.version + 1
+    finally:
+        fresh.close()
+
+
+class Tally(Aggregate):
+    """A JSON-friendly aggregate: what a snapshot of Deliberation should be able to hold."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, item: str) -> None:
+        self.trigger_event(self.Added, item=item)
+
+    class Added(Aggregate.Event):
+        item: str
+
+        def apply(self, aggregate: Aggregate) -> None:
+            assert isinstance(aggregate, Tally)
+            aggregate.items.append(self.item)
+
+
+class TallyApplication(Application[Any]):
+    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int] | None] = {
+        Tally: 50
+    }
+
+
+def _spy_select_events(app: Application[Any]) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    real = app.recorder.select_events
+
+    def spy(originator_id: Any, **kw: Any) -> Any:
+        calls.append(kw)
+        return real(originator_id, **kw)
+
+    app.recorder.select_events = spy  # type: ignore[method-assign]
+    return calls
+
+
+def test_an_aggregate_past_its_interval_loads_from_a_snapshot(nats_env: dict[str, str]) -> None:
+    """FleetApplication's policy ({Deliberation: 50}) on JetStream, with a JSON-friendly state."""
+    app = TallyApplication(env=nats_env)
+    try:
+        t = Tally()
+        for i in range(60):
+            t.add(f"item-{i}")
+            app.save(t)  # one save per event, as Fleet's dispatcher saves answers
+        c = app.factory.connection  # type: ignore[attr-defined]
+        snapshots = c.call(c.log.read(c.subject("s", t.id)), "snapshots")
+        assert len(snapshots) == 1  # the snapshot subject holds one, at version 50
+        assert app.snapshots is not None
+        assert [s.originator_version for s in app.snapshots.get(t.id)] == [50]
+        calls = _spy_select_events(app)
+        loaded: Tally = app.repository.get(t.id)
+        assert (loaded.version, loaded.items) == (61, t.items)
+        assert calls and calls[-1].get("gt") == 50  # only the events after the snapshot
+    finally:
+        app.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="Deliberation's state (dicts keyed by (agent, round), dataclasses, enums) is not "
+    "JSON-transcodable, so its snapshot at version 50 fails after the save is stored; needs a "
+    "Deliberation.Snapshot in aggregates/ (see the issue 3 report)",
+)
+def test_a_long_deliberation_loads_from_its_snapshot(nats_env: dict[str, str]) -> None:
+    app = FleetApplication(env=nats_env)
+    try:
+        d = _request("long-1", agents=16, rounds=5)
+        d.start()
+        app.save(d)
+        for round_no in range(4):
+            for agent in d.default_agents():
+                _propose(d, agent, round_no)
+                app.save(d)  # one save per answer, as the dispatcher does
+        assert d.version == 2 + 16 * 4 > 50
+        assert app.snapshots is not None
+        assert [s.originator_version for s in app.snapshots.get(d.id)] == [50]
+        calls = _spy_select_events(app)
+        loaded: Deliberation = app.repository.get(d.id)
+        assert loaded.version == d.version and loaded.proposals == d.proposals
+        assert calls[-1].get("gt") == 50  # only the events after the snapshot
+    finally:
+        app.close()
+
+
+@pytest.fixture
+def cli_env(
+    nats_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> dict[str, str]:
+    monkeypatch.setenv("NATS_URL", nats_env["NATS_URL"])
+    monkeypatch.setenv("FLEET_STREAM", nats_env["NATS_STREAM"])
+    monkeypatch.setenv("FLEET_DATA_DIR", str(tmp_path))
+    return nats_env
+
+
+def _two_deliberations(env: dict[str, str]) -> tuple[Deliberation, Deliberation]:
+    app = FleetApplication(env=env)
+    try:
+        a, b = _request("cli-a", agents=2), _request("cli-b")
+        a.start()
+        app.save(a)
+        _propose(a, a.default_agents()[0], 0)
+        app.save(a, b)
+        return a, b
+    finally:
+        app.close()
+
+
+def test_replay_to_version(cli_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = _two_deliberations(cli_env)
+    h = replay(cli_env["NATS_URL"], cli_env["NATS_STREAM"], "cli-a", to_version=2)
+    assert h.deliberation.version == 2 and not h.deliberation.proposals
+    assert [e.type for e in h.entries] == ["Requested", "Started"]
+
+    assert main(["replay", "cli-a", "--to-version", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["version"], out["status"], out["proposals"]) == (2, "IN_PROGRESS", [])
+    assert main(["replay", "cli-a", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["version"] == a.version == 3 and len(out["proposals"]) == 1
+    assert main(["replay", "no-such-task"]) == 1
+
+
+def test_events_tail_from_a_sequence(
+    cli_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _two_deliberations(cli_env)
+    assert main(["events", "tail", "--from-seq", "2", "--count", "3", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(x["seq"], x["type"]) for x in lines] == [
+        (2, "Started"),
+        (3, "ProposalReceived"),
+        (4, "Requested"),
+    ]
+    assert lines[0]["aggregate_id"] == str(a.id) and lines[2]["aggregate_id"] == str(b.id)
+    assert "dev-agent-1 round 0" in lines[1]["summary"]
+
+    assert main(["events", "tail", "--from-seq", "1", "--count", "1"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.split()[0] == "1" and str(a.id) in line and "Requested" in line
+
+
+@pytest.mark.timeout(60)
+def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "fleet.cli", "events", "tail", "--json"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(2.5)  # started and following (only new events)
+        a, _ = _two_deliberations(cli_env)
+        assert tail.stdout is not None
+        first = json.loads(tail.stdout.readline())
+        assert (first["seq"], first["type"], first["aggregate_id"]) == (1, "Requested", str(a.id))
+        tail.send_signal(signal.SIGINT)
+        _, err = tail.communicate(timeout=15)
+        assert tail.returncode == 130
+        assert "Traceback" not in err
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
