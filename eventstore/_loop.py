@@ -4,7 +4,13 @@ The eventsourcing recorder API is synchronous and is called from many threads (t
 runs in worker threads via ``asyncio.to_thread``; projection runners have their own threads).
 nats.py is asyncio-only and its client belongs to the loop it was created on. So each factory
 owns one loop in one daemon thread, the NATS connection lives there, and every recorder call
-crosses over with ``run_coroutine_threadsafe`` (~0.1 ms per crossing on this kind of machine).
+crosses over once.
+
+The crossing is a ``call_soon_threadsafe`` that starts a task, and a plain ``threading.Lock``
+the caller blocks on and the task's done-callback releases. ``run_coroutine_threadsafe`` does the
+same with a ``concurrent.futures.Future`` (a Condition, a second future chained to the task, and
+their callbacks), which cost about twice as much per crossing on this kind of machine (~60-120 µs
+against ~35-60 µs); on a single-event save, the crossing is a third of what we add to a publish.
 
 Nothing else in Fleet bridges sync and async; keep it that way.
 """
@@ -12,16 +18,60 @@ Nothing else in Fleet bridges sync and async; keep it that way.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from eventsourcing.persistence import ProgrammingError
 
 T = TypeVar("T")
 
 __all__ = ["LoopThread"]
+
+_PENDING: Any = object()
+
+
+class _Call(Generic[T]):
+    """One crossing: the caller blocks on ``done`` until the task's outcome is in."""
+
+    __slots__ = ("coro", "done", "error", "given_up", "result", "task")
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self.coro = coro
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.task: asyncio.Task[T] | None = None
+        self.result: T = _PENDING
+        self.error: BaseException | None = None
+        self.given_up = False
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:  # on the loop thread
+        if self.given_up:  # the caller timed out before it started
+            self.coro.close()
+            return
+        self.task = loop.create_task(self.coro)
+        self.task.add_done_callback(self.finish)
+
+    def finish(self, task: asyncio.Task[T]) -> None:  # on the loop thread
+        if task.cancelled():
+            self.fail(ProgrammingError("LoopThread closed while the operation was running"))
+            return
+        error = task.exception()
+        if error is None:
+            self.result = task.result()
+        else:
+            self.error = error
+        self.done.release()
+
+    def fail(self, error: BaseException) -> None:  # on the loop thread
+        """Wake the caller with ``error``, unless it was woken already."""
+        if self.error is None and self.result is _PENDING:
+            self.error = error
+            self.done.release()
+
+    def cancel(self) -> None:  # on the loop thread
+        if self.task is not None:
+            self.task.cancel()
 
 
 class LoopThread:
@@ -36,6 +86,7 @@ class LoopThread:
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._closed = False
+        self._calls: set[_Call[Any]] = set()
         self._thread.start()
         self._started.wait()
 
@@ -52,6 +103,9 @@ class LoopThread:
         try:
             self._loop.run_forever()
         finally:
+            # Nothing will run on this loop again: wake whoever still waits on it.
+            for call in list(self._calls):
+                call.fail(ProgrammingError("LoopThread closed while the operation was running"))
             self._loop.close()
 
     def run(self, coro: Coroutine[Any, Any, T], *, timeout: float | None) -> T:
@@ -70,16 +124,33 @@ class LoopThread:
             coro.close()
             msg = "LoopThread is closed"
             raise ProgrammingError(msg)
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        call = _Call(coro)
+        self._calls.add(call)
         try:
-            return future.result(timeout)
-        except concurrent.futures.CancelledError:
-            msg = "LoopThread closed while the operation was running"
-            raise ProgrammingError(msg) from None
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            msg = f"operation did not finish within {timeout} s"
-            raise TimeoutError(msg) from None
+            try:
+                self._loop.call_soon_threadsafe(call.start, self._loop)
+            except RuntimeError:  # the loop closed under us
+                coro.close()
+                msg = "LoopThread is closed"
+                raise ProgrammingError(msg) from None
+            if not call.done.acquire(timeout=-1 if timeout is None else timeout):
+                # As run_coroutine_threadsafe's future.cancel() did: a result that lands now is
+                # dropped; a write's outcome is settled by its own read-back, never by this.
+                call.given_up = True
+                self._cancel_later(call)
+                msg = f"operation did not finish within {timeout} s"
+                raise TimeoutError(msg)
+            if call.error is not None:
+                raise call.error
+            return call.result
+        finally:
+            self._calls.discard(call)
+
+    def _cancel_later(self, call: _Call[Any]) -> None:
+        try:
+            self._loop.call_soon_threadsafe(call.cancel)
+        except RuntimeError:
+            pass  # closed: nothing runs any more
 
     def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Start ``coro`` on the loop from any thread and do not wait for it (clean-up work)."""

@@ -113,6 +113,21 @@ class TestApplicationRecorder(FreshStream, ApplicationRecorderTestCase[Applicati
         self.optional_test_insert_subscribe()
 
 
+class TestApplicationRecorderConsumerReads(TestApplicationRecorder):
+    """The same cases with every select_notifications page read through a pull consumer
+    (by default only pages of 100 rows or more are: the cases use small pages)."""
+
+    def create_recorder(self) -> ApplicationRecorder:
+        self.factory.connection.log.consumer_read_min = 1
+        return self.factory.application_recorder()
+
+
+class TestProcessRecorderConsumerReads(FreshStream, ProcessRecorderTestCase):
+    def create_recorder(self) -> ProcessRecorder:
+        self.factory.connection.log.consumer_read_min = 1
+        return self.factory.process_recorder()
+
+
 class TestTrackingRecorder(FreshStream, TrackingRecorderTestCase):
     def create_recorder(self) -> TrackingRecorder:
         return self.factory.tracking_recorder()
