@@ -9,16 +9,31 @@ and data directory, and is always stopped by the process that started it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 LOOPBACK = "127.0.0.1"
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM me when the process that started me dies.
+
+    A private server must not outlive Fleet, not even when Fleet is SIGKILLed (no cleanup code
+    runs then). Linux only; elsewhere the normal stop() path is all there is.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -86,7 +101,12 @@ class ServerProcess:
         env = {**os.environ, **(self._env or {})}
         # A new session, so a Ctrl-C meant for the parent does not kill the child first.
         self._proc = subprocess.Popen(
-            self.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            self.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         log.close()
         deadline = time.monotonic() + timeout
