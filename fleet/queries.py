@@ -1,15 +1,22 @@
 """Reads: a deliberation's status and results, its history, and Cypher over all history.
 
-Status comes from the cache when it has the entry at the aggregate's current version, and from a
-replay of the events otherwise (a miss, an empty or restarted Valkey, no cache at all): losing the
+Status is never stale after an event lands. ``result`` reads the cache entry and, at the same
+time, the aggregate's last stored version from the event store (one direct get of the last
+message on the aggregate's subject, ~1 ms; on a replicated stream it asks for an answer at least
+as new as what this process has seen). The entry is returned only when its version is that one;
+otherwise (projection lag, a miss, an empty or restarted Valkey, no cache at all) the aggregate is
+replayed. So a reader that saw its write acknowledged never reads an older state, and losing the
 cache loses nothing. History always comes from the event stream, the only source of truth.
+
+Cypher runs read-only (refused before it reaches the engine otherwise), with a row limit and a
+time limit (``QUERY_TIMEOUT_S``; the engine interrupts a query that runs past it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
@@ -18,12 +25,26 @@ from aggregates import deliberation_id
 from fleet.ledger import ApplicationDeliberationStore
 from fleet.timeline import History, fold_history
 from projectors.cache.view import DeliberationView, view_from_aggregate
-from projectors.errors import InvalidQueryError, ReadOnlyQueryError
+from projectors.errors import InvalidQueryError, QueryTimeoutError, ReadOnlyQueryError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ROW_LIMIT = 1000
 MAX_ROW_LIMIT = 10_000
+QUERY_TIMEOUT_S = 10.0
+
+LatestVersion = Callable[[UUID], "int | None"]
+"""The last stored version of one aggregate (None: no events), straight from the event store."""
+
+
+def recorder_latest_version(recorder: Any) -> LatestVersion:
+    """``LatestVersion`` over an eventsourcing recorder (one "last event of a subject" read)."""
+
+    def latest(aggregate_id: UUID) -> int | None:
+        rows = recorder.select_events(aggregate_id, desc=True, limit=1)
+        return int(rows[0].originator_version) if rows else None
+
+    return latest
 
 
 class QueryRefusedError(ValueError):
@@ -40,7 +61,12 @@ class StatusBoard(Protocol):
 
 class HistoryGraph(Protocol):
     def query(
-        self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = ...
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = ...,
+        *,
+        timeout_s: float | None = ...,
     ) -> list[dict[str, Any]]: ...
 
 
@@ -57,23 +83,49 @@ class DeliberationQueries:
         store: ApplicationDeliberationStore,
         board: StatusBoard | None,
         graph: HistoryGraph | None,
+        *,
+        latest_version: LatestVersion | None = None,
+        query_timeout_s: float = QUERY_TIMEOUT_S,
     ) -> None:
         self._store = store
         self._board = board
         self._graph = graph
+        self._latest_version = latest_version
+        self._query_timeout_s = query_timeout_s
+        self.cache_hits = 0
+        self.cache_stale = 0
+        self.cache_misses = 0
 
     async def result(self, task_id: str) -> DeliberationView:
-        """The freshest view: the cache entry if present, else a replay."""
+        """The view at the aggregate's last stored version: the cache entry when it is at that
+        version, else a replay. Without ``latest_version`` any entry is trusted (tests only)."""
         d_id = deliberation_id(task_id)
         if self._board is not None:
-            try:
-                view = await asyncio.to_thread(self._board.get, d_id)
-            except Exception as e:  # the cache is an optimisation: a broken one must not fail reads
-                log.warning("cache read failed for %s (%s); replaying", d_id, e)
-                view = None
-            if view is not None:
+            view, latest = await asyncio.gather(self._cached(d_id), self._latest(d_id))
+            if view is not None and (self._latest_version is None or view.version == latest):
+                self.cache_hits += 1
                 return view
+            if view is None:
+                self.cache_misses += 1
+            else:
+                self.cache_stale += 1
+                log.debug(
+                    "cache for %s at v%s, store at v%s: replaying", d_id, view.version, latest
+                )
         return view_from_aggregate(await self._store.get(d_id))
+
+    async def _cached(self, d_id: UUID) -> DeliberationView | None:
+        assert self._board is not None
+        try:
+            return await asyncio.to_thread(self._board.get, d_id)
+        except Exception as e:  # the cache is an optimisation: a broken one must not fail reads
+            log.warning("cache read failed for %s (%s); replaying", d_id, e)
+            return None
+
+    async def _latest(self, d_id: UUID) -> int | None:
+        if self._latest_version is None:
+            return None
+        return await asyncio.to_thread(self._latest_version, d_id)
 
     async def history(self, task_id: str, to_version: int | None = None) -> History:
         d_id = deliberation_id(task_id)
@@ -89,8 +141,14 @@ class DeliberationQueries:
         limit = DEFAULT_ROW_LIMIT if limit <= 0 else min(limit, MAX_ROW_LIMIT)
         try:
             rows = await asyncio.to_thread(
-                self._graph.query, cypher, dict(params or {}), limit=limit + 1
+                self._graph.query,
+                cypher,
+                dict(params or {}),
+                limit=limit + 1,
+                timeout_s=self._query_timeout_s,
             )
+        except QueryTimeoutError as e:
+            raise TimeoutError(f"cypher: {e}") from e
         except (ReadOnlyQueryError, InvalidQueryError) as e:
             raise QueryRefusedError(f"cypher: {e}") from e
         truncated = len(rows) > limit

@@ -21,3 +21,25 @@ class InvalidQueryError(ProjectionError):
     Adapters translate their engine's error into this one, so callers can tell a user's bad query
     (INVALID_ARGUMENT) from an engine that is down (UNAVAILABLE).
     """
+
+
+class ProjectionFencedError(ProjectionError):
+    """Another instance of this projection took it over (a newer epoch): this one must stop
+    writing. Raised by a store in the same atomic step that would have written, so nothing was."""
+
+
+class PositionMovedError(ProjectionError):
+    """The store's position is not the one the writer based its batch on (the store was wiped,
+    rebuilt or restored, or another writer moved it): re-read it and resume from there.
+
+    Attributes:
+        stored: the position the store holds.
+    """
+
+    def __init__(self, message: str, stored: int) -> None:
+        super().__init__(message)
+        self.stored = stored
+
+
+class QueryTimeoutError(InvalidQueryError):
+    """A read query ran past its time limit and was interrupted."""

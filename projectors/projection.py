@@ -3,12 +3,17 @@
 A position is the notification id of the event in the application's log (the JetStream stream
 sequence in production; gaps allowed). Each projection keeps its position in its own store,
 written in the same atomic step as the change, and ignores an event at a position it has passed,
-so at-least-once delivery has an exactly-once effect.
+so at-least-once delivery has an exactly-once effect. A runner first ``claim``s the projection
+(``projectors.fence``); its batches then carry the fence and the position they were based on,
+and the store refuses them when either has changed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
+
+from projectors.fence import Fence
 
 __all__ = ["Projection"]
 
@@ -23,11 +28,38 @@ class Projection(Protocol):
         """The last position applied (0 when none)."""
         ...
 
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        """Become (or stay) the projection's writer; None while another instance holds it."""
+        ...
+
+    def release(self, owner: str) -> None:
+        """End ``owner``'s lease (a clean stop)."""
+        ...
+
     def apply(self, event: object, position: int) -> bool:
-        """Apply ``event`` found at ``position``.
+        """Apply ``event`` found at ``position``, unfenced.
 
         Returns:
             True when the store changed; False when the event was ignored (not ours) or its
             position was already applied.
         """
+        ...
+
+    def apply_batch(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> int:
+        """Apply the ``(event, position)`` items past ``base`` and store the last position, in
+        one atomic step that checks the stored position is ``base`` and ``fence`` still holds.
+
+        Returns:
+            How many of the items were the projection's events.
+
+        Raises:
+            PositionMovedError: the stored position is not ``base``; nothing was written.
+            ProjectionFencedError: another instance claimed the projection; nothing was written.
+        """
+        ...
+
+    def reset(self) -> None:
+        """Delete what the projection wrote and set its position to 0 (for a rebuild)."""
         ...

@@ -2,16 +2,24 @@
 
 Adapters: ``ValkeyDeliberationBoard`` (production) and ``InMemoryDeliberationBoard`` (tests, and
 the embedded default when no cache server can run).
+
+Writes are atomic with the position and, for a runner, conditional: ``put_many`` names the
+position it read (``base``) and its ``Fence``; the board refuses the whole write when either has
+changed (``PositionMovedError``, ``ProjectionFencedError``), so a read-fold-write never lands on
+top of someone else's write.
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from uuid import UUID
 
 from projectors.cache.view import DeliberationView
+from projectors.errors import PositionMovedError, ProjectionFencedError
+from projectors.fence import Fence, now_ms
 
 __all__ = ["DeliberationBoard", "InMemoryDeliberationBoard"]
 
@@ -27,13 +35,53 @@ class DeliberationBoard(ABC):
     def get(self, deliberation_id: UUID) -> DeliberationView | None:
         """The cached view, or None on a miss (never written, expired, dropped, lost)."""
 
+    def get_many(self, ids: Iterable[UUID]) -> dict[UUID, DeliberationView | None]:
+        """Views of ``ids`` (one round trip where the store allows)."""
+        return {i: self.get(i) for i in ids}
+
     @abstractmethod
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        """Become (or stay) the writer: a fence, or None while another owner's lease is live."""
+
+    @abstractmethod
+    def release(self, owner: str) -> None:
+        """End ``owner``'s lease now (a clean stop), so a standby need not wait it out."""
+
+    @abstractmethod
+    def put_many(
+        self,
+        views: Mapping[UUID, DeliberationView | None],
+        *,
+        position: int,
+        base: int,
+        fence: Fence | None = None,
+    ) -> None:
+        """Store ``views`` (None drops an entry) and ``position`` in one atomic step.
+
+        Raises:
+            PositionMovedError: the stored position is not ``base``.
+            ProjectionFencedError: ``fence`` is given and no longer the stored one.
+        """
+
     def put(self, deliberation_id: UUID, view: DeliberationView | None, *, position: int) -> bool:
-        """Store ``view`` (None drops the entry) and ``position`` together, atomically.
+        """Store ``view`` and ``position`` together, atomically, unless ``position`` is passed.
 
         Returns:
             False, changing nothing, when ``position`` is not past the stored one.
         """
+        while True:
+            base = self.position()
+            if position <= base:
+                return False
+            try:
+                self.put_many({deliberation_id: view}, position=position, base=base)
+                return True
+            except PositionMovedError:
+                continue
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Drop every entry and the position (fencing state kept)."""
 
 
 class InMemoryDeliberationBoard(DeliberationBoard):
@@ -43,6 +91,8 @@ class InMemoryDeliberationBoard(DeliberationBoard):
         self._lock = threading.Lock()
         self._views: dict[UUID, DeliberationView] = {}
         self._position = 0
+        self._fence: tuple[int, str] = (0, "")
+        self._lease_until = 0
 
     def position(self) -> int:
         with self._lock:
@@ -52,13 +102,48 @@ class InMemoryDeliberationBoard(DeliberationBoard):
         with self._lock:
             return self._views.get(deliberation_id)
 
-    def put(self, deliberation_id: UUID, view: DeliberationView | None, *, position: int) -> bool:
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
         with self._lock:
-            if position <= self._position:
-                return False
-            if view is None:
-                self._views.pop(deliberation_id, None)
-            else:
-                self._views[deliberation_id] = replace(view, position=position)
+            now = now_ms()
+            epoch, holder = self._fence
+            if holder and holder != owner and self._lease_until > now:
+                return None
+            if holder != owner:
+                epoch += 1
+                self._fence = (epoch, owner)
+            self._lease_until = now + lease_ms
+            return Fence(owner=owner, epoch=epoch, lease_ms=lease_ms)
+
+    def release(self, owner: str) -> None:
+        with self._lock:
+            if self._fence[1] == owner:
+                self._lease_until = 0
+
+    def put_many(
+        self,
+        views: Mapping[UUID, DeliberationView | None],
+        *,
+        position: int,
+        base: int,
+        fence: Fence | None = None,
+    ) -> None:
+        with self._lock:
+            if fence is not None:
+                if self._fence != (fence.epoch, fence.owner):
+                    msg = f"cache: fence {fence.epoch}:{fence.owner} replaced by {self._fence}"
+                    raise ProjectionFencedError(msg)
+                self._lease_until = now_ms() + fence.lease_ms
+            if self._position != base:
+                msg = f"cache: stored position {self._position}, expected {base}"
+                raise PositionMovedError(msg, self._position)
+            for d_id, view in views.items():
+                if view is None:
+                    self._views.pop(d_id, None)
+                else:
+                    self._views[d_id] = replace(view, position=position)
             self._position = position
-            return True
+
+    def reset(self) -> None:
+        with self._lock:
+            self._views.clear()
+            self._position = 0

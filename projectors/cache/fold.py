@@ -144,9 +144,7 @@ def _(e: Deliberation.TimedOut, view: DeliberationView) -> DeliberationView:
 
 @_step.register
 def _(e: Deliberation.Failed, view: DeliberationView) -> DeliberationView:
-    return replace(
-        view, status=DeliberationStatus.FAILED, reason=e.reason, finished_at=e.timestamp
-    )
+    return replace(view, status=DeliberationStatus.FAILED, reason=e.reason, finished_at=e.timestamp)
 
 
 @_step.register

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from uuid import UUID
 
 from projectors.cache.board import DeliberationBoard
 from projectors.cache.fold import evolve, handles
+from projectors.cache.view import DeliberationView
+from projectors.errors import PositionMovedError
+from projectors.fence import Fence
 
 __all__ = ["CacheProjection"]
 
@@ -13,9 +17,10 @@ __all__ = ["CacheProjection"]
 class CacheProjection:
     """Keeps a ``DeliberationBoard`` equal to the replay of each deliberation's events.
 
-    Reads the current entry, folds the event into it (pure), writes the result and the position in
-    one atomic step. One writer per board is assumed (the runner's thread); a second writer racing
-    on the same position is rejected by the board's position check.
+    A batch is: read the entries it touches (one pipeline), fold its events into them in order
+    (pure), write the changed entries and the batch's last position in one atomic step that
+    checks the position it read and the writer's fence. So a crash never leaves entries without
+    their position, a redelivered event changes nothing, and a second writer is refused.
     """
 
     def __init__(self, board: DeliberationBoard, *, name: str = "cache") -> None:
@@ -25,11 +30,43 @@ class CacheProjection:
     def position(self) -> int:
         return self.board.position()
 
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        return self.board.claim(owner, lease_ms)
+
+    def release(self, owner: str) -> None:
+        self.board.release(owner)
+
+    def reset(self) -> None:
+        self.board.reset()
+
     def apply(self, event: object, position: int) -> bool:
+        """Apply one event unfenced (tools and tests); False when not ours or already applied."""
         if not handles(event):
             return False
-        if position <= self.board.position():  # cheap pre-check; the board checks atomically too
-            return False
-        deliberation_id: UUID = event.originator_id  # type: ignore[attr-defined]
-        current = self.board.get(deliberation_id)
-        return self.board.put(deliberation_id, evolve(current, event), position=position)
+        while True:
+            base = self.board.position()
+            try:
+                return self.apply_batch([(event, position)], base=base) > 0
+            except PositionMovedError:
+                continue
+
+    def apply_batch(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> int:
+        """Fold and write the events of ``items`` past ``base``; returns how many were ours.
+
+        Raises:
+            PositionMovedError: the board is not at ``base`` (nothing written).
+            ProjectionFencedError: ``fence`` was replaced (nothing written).
+        """
+        fresh = [(e, p) for e, p in items if p > base]
+        if not fresh:
+            return 0
+        ours = [e for e, _ in fresh if handles(e)]
+        ids: list[UUID] = list(dict.fromkeys(e.originator_id for e in ours))  # type: ignore[attr-defined]
+        views: dict[UUID, DeliberationView | None] = self.board.get_many(ids) if ids else {}
+        for e in ours:
+            d_id: UUID = e.originator_id  # type: ignore[attr-defined]
+            views[d_id] = evolve(views.get(d_id), e)
+        self.board.put_many(views, position=fresh[-1][1], base=base, fence=fence)
+        return len(ours)

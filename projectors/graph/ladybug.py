@@ -2,27 +2,46 @@
 
 LadybugDB (a Kùzu fork) wants its schema up front: node tables with a primary key, and
 relationship tables naming the labels they join. ``SCHEMA`` declares the vocabulary of
-``projectors.graph.statements``; keep the two in step. The position is a ``Projection`` node
-written in the same ``BEGIN TRANSACTION … COMMIT`` as the data.
+``projectors.graph.statements``; keep the two in step. The position and the fencing state
+(``epoch``, ``owner``, ``lease_until``) are a ``Projection`` node read and written in the same
+``BEGIN TRANSACTION … COMMIT`` as the data; a database made before fencing gets the columns added.
 
 Thread-safety: one connection writes (the runner's thread), another answers queries; each sits
 behind its own lock, since a connection is not meant for concurrent use. Readers see committed
-transactions only.
+transactions only: each query runs in a ``READ ONLY`` transaction (the engine's own refusal of a
+write, behind the guard) with the connection's query timeout set to its time limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import ladybug
 
-from projectors.errors import InvalidQueryError
+from projectors.errors import InvalidQueryError, QueryTimeoutError
+from projectors.graph.batch import plan
 from projectors.graph.guard import require_read_only
-from projectors.graph.port import DEFAULT_LIMIT, DecisionGraph, Row
-from projectors.graph.statements import READ_POSITION, WRITE_POSITION, Statement
+from projectors.graph.port import (
+    DEFAULT_LIMIT,
+    DEFAULT_QUERY_TIMEOUT_S,
+    Batch,
+    DecisionGraph,
+    Fence,
+    Row,
+    Stored,
+    now_ms,
+)
+from projectors.graph.statements import (
+    NODE_LABELS,
+    READ_POSITION,
+    RELEASE,
+    WRITE_CLAIM,
+    WRITE_POSITION,
+)
 
 __all__ = ["SCHEMA", "LadybugGraph"]
 
@@ -43,13 +62,18 @@ SCHEMA = (
     """CREATE NODE TABLE IF NOT EXISTS Event(
         id STRING, seq INT64, type STRING, at STRING, version INT64, agent_id STRING,
         detail STRING, PRIMARY KEY (id))""",
-    """CREATE NODE TABLE IF NOT EXISTS Projection(name STRING, position INT64,
-        PRIMARY KEY (name))""",
+    """CREATE NODE TABLE IF NOT EXISTS Projection(name STRING, position INT64, epoch INT64,
+        owner STRING, lease_until INT64, PRIMARY KEY (name))""",
+    "ALTER TABLE Projection ADD IF NOT EXISTS epoch INT64",
+    "ALTER TABLE Projection ADD IF NOT EXISTS owner STRING",
+    "ALTER TABLE Projection ADD IF NOT EXISTS lease_until INT64",
     "CREATE REL TABLE IF NOT EXISTS SPAWNED(FROM Plan TO Deliberation)",
     "CREATE REL TABLE IF NOT EXISTS HAS_PROPOSAL(FROM Deliberation TO Proposal)",
     "CREATE REL TABLE IF NOT EXISTS PROPOSED(FROM Agent TO Proposal)",
     "CREATE REL TABLE IF NOT EXISTS WON_BY(FROM Deliberation TO Proposal)",
     "CREATE REL TABLE IF NOT EXISTS HAD_EVENT(FROM Deliberation TO Event)",
+    """CREATE REL TABLE IF NOT EXISTS CRITIQUED(FROM Proposal TO Proposal, round INT64,
+        critic STRING, content STRING, rating DOUBLE, at STRING)""",
 )
 
 
@@ -58,11 +82,15 @@ class LadybugGraph(DecisionGraph):
 
     Args:
         path: the database path (LadybugDB creates it; its parent must exist).
+        query_timeout_s: default time limit of a read query.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self, path: Path | str, *, query_timeout_s: float = DEFAULT_QUERY_TIMEOUT_S
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.query_timeout_s = query_timeout_s
         self._db = ladybug.Database(str(self.path))
         self._write = ladybug.Connection(self._db)
         self._read = ladybug.Connection(self._db)
@@ -76,36 +104,81 @@ class LadybugGraph(DecisionGraph):
             for ddl in SCHEMA:
                 self._write.execute(ddl)
 
-    def position(self, name: str) -> int:
+    def stored(self, name: str) -> Stored:
         with self._write_lock:
-            return self._position(name)
+            return self._stored(name)
 
-    def apply(self, name: str, position: int, statements: Sequence[Statement]) -> bool:
+    def claim(self, name: str, owner: str, lease_ms: int) -> int | None:
+        with self._write_lock, self._transaction():
+            now = now_ms()
+            epoch = self._stored(name).claimed_by(owner, lease_ms, now)
+            if epoch is not None:
+                params = {
+                    "name": name,
+                    "owner": owner,
+                    "epoch": epoch,
+                    "lease_until": now + lease_ms,
+                }
+                self._write.execute(WRITE_CLAIM, params)
+            return epoch
+
+    def release(self, name: str, owner: str) -> None:
         with self._write_lock:
-            self._write.execute("BEGIN TRANSACTION")
-            try:
-                if position <= self._position(name):
-                    self._write.execute("ROLLBACK")
-                    return False
-                for s in statements:
-                    self._write.execute(s.cypher, dict(s.params))
-                self._write.execute(WRITE_POSITION, {"name": name, "position": position})
-                self._write.execute("COMMIT")
-                return True
-            except BaseException:
-                self._write.execute("ROLLBACK")
-                raise
+            self._write.execute(RELEASE, {"name": name, "owner": owner})
+
+    def apply_batch(
+        self, name: str, batch: Batch, *, base: int | None = None, fence: Fence | None = None
+    ) -> int:
+        if not batch:
+            return 0
+        with self._write_lock, self._transaction():
+            stored = self._stored(name)
+            stored.check(name, base=base, fence=fence)
+            fresh = [(p, ss) for p, ss in batch if p > stored.position]
+            if not fresh:
+                return 0
+            for e in plan(s for _, ss in fresh for s in ss):
+                self._write.execute(e.cypher, e.params)
+            lease = now_ms() + fence.lease_ms if fence else stored.lease_until
+            last = fresh[-1][0]
+            self._write.execute(
+                WRITE_POSITION, {"name": name, "position": last, "lease_until": lease}
+            )
+            return len(fresh)
+
+    def reset(self, name: str) -> None:
+        with self._write_lock, self._transaction():
+            for label in NODE_LABELS:
+                if label != "Projection":
+                    self._write.execute(f"MATCH (n:{label}) DETACH DELETE n")
+            self._write.execute(
+                "MATCH (x:Projection {name: $name}) SET x.position = 0", {"name": name}
+            )
 
     def query(
-        self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        timeout_s: float | None = None,
     ) -> list[Row]:
         require_read_only(cypher)
+        timeout = self.query_timeout_s if timeout_s is None else timeout_s
         with self._read_lock:
+            self._read.set_query_timeout(max(1, int(timeout * 1000)))
+            self._read.execute("BEGIN TRANSACTION READ ONLY")
             try:
                 result = self._read.execute(cypher, dict(params or {}))
-            except RuntimeError as e:  # ladybug reports parser and binder errors this way
+                return _rows(result, limit)
+            except RuntimeError as e:  # ladybug reports parser, binder and timeout errors so
+                if "interrupted" in str(e).lower():
+                    msg = f"query interrupted after its time limit of {timeout:g} s"
+                    raise QueryTimeoutError(msg) from e
                 raise InvalidQueryError(str(e)) from e
-            return _rows(result, limit)
+            finally:
+                with contextlib.suppress(RuntimeError):  # a failed query may have ended it
+                    self._read.execute("ROLLBACK")
 
     def close(self) -> None:
         if self._closed:
@@ -115,9 +188,29 @@ class LadybugGraph(DecisionGraph):
         self._write.close()
         self._db.close()
 
-    def _position(self, name: str) -> int:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction on the write connection (hold ``_write_lock``)."""
+        self._write.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(RuntimeError):  # a failed statement may have ended it
+                self._write.execute("ROLLBACK")
+            raise
+        self._write.execute("COMMIT")
+
+    def _stored(self, name: str) -> Stored:
         rows = _rows(self._write.execute(READ_POSITION, {"name": name}), 1)
-        return int(rows[0]["position"]) if rows else 0
+        if not rows:
+            return Stored()
+        r = rows[0]
+        return Stored(
+            position=int(r["position"] or 0),
+            epoch=r["epoch"],
+            owner=r["owner"],
+            lease_until=r["lease_until"],
+        )
 
 
 def _rows(result: ladybug.QueryResult | list[ladybug.QueryResult], limit: int) -> list[Row]:

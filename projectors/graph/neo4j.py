@@ -5,30 +5,41 @@ back-off, on transient errors and lost connections (``TransientError``, ``Servic
 ``SessionExpired``) for up to the driver's ``max_transaction_retry_time``; so the transaction
 function must be idempotent and side-effect free outside the transaction, and ``_apply_tx`` is.
 Queries run in read sessions (``READ_ACCESS``), which the server refuses to write from, behind the
-same keyword guard as the embedded adapter.
+same keyword guard as the embedded adapter, with a transaction timeout as their time limit.
 
 Schema set-up is uniqueness constraints on each label's key (they also index the ``MERGE`` keys);
 Neo4j needs no declared properties. Schema statements run one per transaction, as Neo4j requires.
 
-The position is the ``Projection`` node's ``position``, written in the same transaction as the
-data. The transaction starts by writing that node, which takes its write lock, so two writers of
-one projection (two Fleet replicas) serialise and the second sees the first one's position.
+The position and the fencing state (``epoch``, ``owner``, ``lease_until``) are the ``Projection``
+node's, read and written in the same transaction as the data. The transaction starts by writing
+that node, which takes its write lock, so two writers of one projection (two Fleet replicas)
+serialise, the second sees the first one's position and epoch, and a fenced one writes nothing.
 
 Thread-safety: the driver is thread-safe; each call opens its own session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from neo4j import READ_ACCESS, Driver, ManagedTransaction
+from neo4j import READ_ACCESS, Driver, ManagedTransaction, unit_of_work
 from neo4j.exceptions import ClientError
 
-from projectors.errors import InvalidQueryError
+from projectors.errors import InvalidQueryError, QueryTimeoutError
+from projectors.graph.batch import plan
 from projectors.graph.guard import require_read_only
-from projectors.graph.port import DEFAULT_LIMIT, DecisionGraph, Row
-from projectors.graph.statements import READ_POSITION, WRITE_POSITION, Statement
+from projectors.graph.port import (
+    DEFAULT_LIMIT,
+    DEFAULT_QUERY_TIMEOUT_S,
+    Batch,
+    DecisionGraph,
+    Fence,
+    Row,
+    Stored,
+    now_ms,
+)
+from projectors.graph.statements import NODE_LABELS, RELEASE, WRITE_CLAIM, WRITE_POSITION
 
 __all__ = ["CONSTRAINTS", "Neo4jGraph"]
 
@@ -43,28 +54,64 @@ CONSTRAINTS = (
     "FOR (n:Projection) REQUIRE n.name IS UNIQUE",
     "CREATE INDEX fleet_proposal_agent IF NOT EXISTS FOR (n:Proposal) ON (n.agent_id)",
     "CREATE INDEX fleet_deliberation_status IF NOT EXISTS FOR (n:Deliberation) ON (n.status)",
+    "CREATE INDEX fleet_deliberation_task IF NOT EXISTS FOR (n:Deliberation) ON (n.task_id)",
 )
 
 # Neo4j only: writing the node takes its lock before the position is compared.
 _LOCK_POSITION = """
 MERGE (x:Projection {name: $name})
 SET x.position = coalesce(x.position, 0)
-RETURN x.position AS position
+RETURN x.position AS position, x.epoch AS epoch, x.owner AS owner, x.lease_until AS lease_until
 """
+_DELETE_SOME = "MATCH (n:{label}) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS n"
+_TIMED_OUT = ("TransactionTimedOut", "TransactionTimedOutClientConfiguration")
+
+
+def _locked(tx: ManagedTransaction, name: str) -> Stored:
+    record = tx.run(_LOCK_POSITION, name=name).single()
+    if record is None:
+        return Stored()
+    return Stored(
+        position=int(record["position"] or 0),
+        epoch=record["epoch"],
+        owner=record["owner"],
+        lease_until=record["lease_until"],
+    )
 
 
 def _apply_tx(
-    tx: ManagedTransaction, name: str, position: int, statements: Sequence[Statement]
-) -> bool:
-    """The write transaction: lock and compare the position, run the statements, move it."""
-    record = tx.run(_LOCK_POSITION, name=name).single()
-    current = int(record["position"]) if record is not None else 0
-    if position <= current:
-        return False
-    for s in statements:
-        tx.run(s.cypher, dict(s.params)).consume()
-    tx.run(WRITE_POSITION, name=name, position=position).consume()
-    return True
+    tx: ManagedTransaction,
+    name: str,
+    batch: Batch,
+    base: int | None = None,
+    fence: Fence | None = None,
+) -> int:
+    """The write transaction: lock and check the position (and epoch), run the statements of
+    the events past it, move it. Idempotent, as a retried transaction function must be."""
+    stored = _locked(tx, name)
+    stored.check(name, base=base, fence=fence)
+    fresh = [(p, ss) for p, ss in batch if p > stored.position]
+    if not fresh:
+        return 0
+    for e in plan(s for _, ss in fresh for s in ss):
+        tx.run(e.cypher, e.params).consume()
+    lease = now_ms() + fence.lease_ms if fence else stored.lease_until
+    tx.run(WRITE_POSITION, name=name, position=fresh[-1][0], lease_until=lease).consume()
+    return len(fresh)
+
+
+def _claim_tx(tx: ManagedTransaction, name: str, owner: str, lease_ms: int) -> int | None:
+    now = now_ms()
+    epoch = _locked(tx, name).claimed_by(owner, lease_ms, now)
+    if epoch is not None:
+        tx.run(
+            WRITE_CLAIM, name=name, owner=owner, epoch=epoch, lease_until=now + lease_ms
+        ).consume()
+    return epoch
+
+
+def _release_tx(tx: ManagedTransaction, name: str, owner: str) -> None:
+    tx.run(RELEASE, name=name, owner=owner).consume()
 
 
 def _read_tx(tx: ManagedTransaction, cypher: str, params: dict[str, Any], limit: int) -> list[Row]:
@@ -81,9 +128,29 @@ def _schema_tx(tx: ManagedTransaction, ddl: str) -> None:
     tx.run(ddl).consume()
 
 
-def _position_tx(tx: ManagedTransaction, name: str) -> int:
-    record = tx.run(READ_POSITION, name=name).single()
-    return int(record["position"]) if record is not None and record["position"] is not None else 0
+def _stored_tx(tx: ManagedTransaction, name: str) -> Stored:
+    record = tx.run(
+        "MATCH (x:Projection {name: $name}) RETURN x.position AS position, x.epoch AS epoch, "
+        "x.owner AS owner, x.lease_until AS lease_until",
+        name=name,
+    ).single()
+    if record is None:
+        return Stored()
+    return Stored(
+        position=int(record["position"] or 0),
+        epoch=record["epoch"],
+        owner=record["owner"],
+        lease_until=record["lease_until"],
+    )
+
+
+def _delete_some_tx(tx: ManagedTransaction, label: str) -> int:
+    record = tx.run(_DELETE_SOME.format(label=label)).single()
+    return int(record["n"]) if record is not None else 0
+
+
+def _reset_tx(tx: ManagedTransaction, name: str) -> None:
+    tx.run("MATCH (x:Projection {name: $name}) SET x.position = 0", name=name).consume()
 
 
 class Neo4jGraph(DecisionGraph):
@@ -94,14 +161,21 @@ class Neo4jGraph(DecisionGraph):
             caller owns it unless ``owns_driver`` is True.
         database: the database name; the server's default when None.
         owns_driver: close the driver in ``close()``.
+        query_timeout_s: default time limit of a read query (a transaction timeout).
     """
 
     def __init__(
-        self, driver: Driver, *, database: str | None = None, owns_driver: bool = False
+        self,
+        driver: Driver,
+        *,
+        database: str | None = None,
+        owns_driver: bool = False,
+        query_timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
     ) -> None:
         self._driver = driver
         self._database = database
         self._owns_driver = owns_driver
+        self.query_timeout_s = query_timeout_s
         self._closed = False
 
     def ensure_schema(self) -> None:
@@ -109,26 +183,57 @@ class Neo4jGraph(DecisionGraph):
             for ddl in CONSTRAINTS:
                 session.execute_write(_schema_tx, ddl)
 
-    def position(self, name: str) -> int:
+    def stored(self, name: str) -> Stored:
         with self._driver.session(
             database=self._database, default_access_mode=READ_ACCESS
         ) as session:
-            return session.execute_read(_position_tx, name)
+            return session.execute_read(_stored_tx, name)
 
-    def apply(self, name: str, position: int, statements: Sequence[Statement]) -> bool:
+    def claim(self, name: str, owner: str, lease_ms: int) -> int | None:
         with self._driver.session(database=self._database) as session:
-            return session.execute_write(_apply_tx, name, position, list(statements))
+            return session.execute_write(_claim_tx, name, owner, lease_ms)
+
+    def release(self, name: str, owner: str) -> None:
+        with self._driver.session(database=self._database) as session:
+            session.execute_write(_release_tx, name, owner)
+
+    def apply_batch(
+        self, name: str, batch: Batch, *, base: int | None = None, fence: Fence | None = None
+    ) -> int:
+        if not batch:
+            return 0
+        with self._driver.session(database=self._database) as session:
+            return session.execute_write(_apply_tx, name, list(batch), base, fence)
+
+    def reset(self, name: str) -> None:
+        with self._driver.session(database=self._database) as session:
+            for label in NODE_LABELS:
+                if label == "Projection":
+                    continue
+                while session.execute_write(_delete_some_tx, label):
+                    pass
+            session.execute_write(_reset_tx, name)
 
     def query(
-        self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        timeout_s: float | None = None,
     ) -> list[Row]:
         require_read_only(cypher)
+        timeout = self.query_timeout_s if timeout_s is None else timeout_s
+        read = unit_of_work(timeout=timeout)(_read_tx)
         with self._driver.session(
             database=self._database, default_access_mode=READ_ACCESS
         ) as session:
             try:
-                return session.execute_read(_read_tx, cypher, dict(params or {}), limit)
+                return session.execute_read(read, cypher, dict(params or {}), limit)
             except ClientError as e:  # syntax, unknown names, bad parameters: the caller's query
+                if e.code and e.code.endswith(_TIMED_OUT):
+                    msg = f"query stopped after its time limit of {timeout:g} s"
+                    raise QueryTimeoutError(msg) from e
                 raise InvalidQueryError(f"{e.code}: {e.message}") from e
 
     def close(self) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from projectors.fence import Fence
 from projectors.graph.port import DecisionGraph
 from projectors.graph.statements import statements_for
 
@@ -9,7 +12,7 @@ __all__ = ["GraphProjection"]
 
 
 class GraphProjection:
-    """Writes the decision history into ``graph``; its position lives in the graph too."""
+    """Writes the decision history into ``graph``; its position (and fence) live there too."""
 
     def __init__(self, graph: DecisionGraph, *, name: str = "graph") -> None:
         self.name = name
@@ -18,8 +21,26 @@ class GraphProjection:
     def position(self) -> int:
         return self.graph.position(self.name)
 
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        epoch = self.graph.claim(self.name, owner, lease_ms)
+        return None if epoch is None else Fence(owner=owner, epoch=epoch, lease_ms=lease_ms)
+
+    def release(self, owner: str) -> None:
+        self.graph.release(self.name, owner)
+
+    def reset(self) -> None:
+        self.graph.reset(self.name)
+
     def apply(self, event: object, position: int) -> bool:
+        """Apply one event unfenced (tools and tests); False when not ours or already applied."""
         statements = statements_for(event, position)
         if not statements:
             return False
         return self.graph.apply(self.name, position, statements)
+
+    def apply_batch(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> int:
+        """Project ``items`` past ``base`` in one transaction; see ``DecisionGraph.apply_batch``."""
+        batch = [(p, statements_for(e, p)) for e, p in items if p > base]
+        return self.graph.apply_batch(self.name, batch, base=base, fence=fence)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from projectors.errors import ReadOnlyQueryError
+from projectors.errors import PositionMovedError, ProjectionFencedError, ReadOnlyQueryError
+from projectors.fence import Fence
 from projectors.graph.neo4j import CONSTRAINTS, Neo4jGraph, _apply_tx
 from projectors.graph.statements import WRITE_POSITION, Statement
 
@@ -31,29 +32,46 @@ class FakeTransaction:
 
     def __init__(self, position: int | None) -> None:
         self.position = position
+        self.epoch: int | None = None
+        self.owner: str | None = None
         self.ran: list[tuple[str, dict[str, Any]]] = []
 
     def run(self, cypher: str, params: dict[str, Any] | None = None, **kw: Any) -> _Result:
         self.ran.append((cypher, {**(params or {}), **kw}))
         if "RETURN x.position" in cypher:
-            return _Result({"position": self.position or 0})
+            stored = {"position": self.position or 0, "epoch": self.epoch, "owner": self.owner}
+            return _Result({**stored, "lease_until": None})
         return _Result(None)
+
+
+_AGENT = "UNWIND $rows AS r MERGE (a:Agent {id: r.id})"
 
 
 def test_apply_locks_compares_writes_then_moves_the_position() -> None:
     tx = FakeTransaction(position=4)
-    statements = [Statement("MERGE (a:Agent {id: $id})", {"id": "a"})]
-    assert _apply_tx(tx, "graph", 5, statements)  # type: ignore[arg-type]
+    batch = [(5, [Statement(_AGENT, {"id": "a"})]), (6, [Statement(_AGENT, {"id": "b"})])]
+    assert _apply_tx(tx, "graph", batch) == 2  # type: ignore[arg-type]
     assert "SET x.position = coalesce" in tx.ran[0][0]  # the lock comes first
-    assert tx.ran[1] == ("MERGE (a:Agent {id: $id})", {"id": "a"})
-    assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 5})
+    assert tx.ran[1] == (_AGENT, {"rows": [{"id": "a"}, {"id": "b"}]})  # one UNWIND for both
+    assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 6, "lease_until": None})
 
 
 @pytest.mark.parametrize("stored", [5, 9])
 def test_apply_rejects_a_passed_position(stored: int) -> None:
     tx = FakeTransaction(position=stored)
-    assert not _apply_tx(tx, "graph", 5, [Statement("MERGE (a:Agent {id: 'a'})")])  # type: ignore[arg-type]
+    assert not _apply_tx(tx, "graph", [(5, [Statement(_AGENT, {"id": "a"})])])  # type: ignore[arg-type]
     assert len(tx.ran) == 1
+
+
+def test_a_fenced_or_moved_writer_writes_nothing() -> None:
+    tx = FakeTransaction(position=4)
+    tx.epoch, tx.owner = 3, "new"
+    batch = [(5, [Statement(_AGENT, {"id": "a"})])]
+    with pytest.raises(ProjectionFencedError):
+        _apply_tx(tx, "graph", batch, 4, Fence(owner="old", epoch=2, lease_ms=1000))  # type: ignore[arg-type]
+    with pytest.raises(PositionMovedError):
+        _apply_tx(tx, "graph", batch, 3, Fence(owner="new", epoch=3, lease_ms=1000))  # type: ignore[arg-type]
+    assert all("SET x.position = coalesce" in cypher for cypher, _ in tx.ran)  # only the lock
 
 
 def test_constraints_cover_every_merge_key() -> None:

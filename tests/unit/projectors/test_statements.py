@@ -28,8 +28,8 @@ def test_requested_with_a_plan_spawns_from_it() -> None:
     assert isinstance(requested, Deliberation.Requested)
     statements = statements_for(requested, 7)
     text = _cyphers(statements)
-    assert "MERGE (d:Deliberation {id: $id})" in text
-    assert "MERGE (p:Plan {id: $plan_id})" in text and "[:SPAWNED]" in text
+    assert "CREATE (d:Deliberation {id: r.id," in text
+    assert "MERGE (p:Plan {id: r.plan_id})" in text and "[:SPAWNED]" in text
     first = statements[0].params
     assert first["id"] == str(requested.originator_id) and first["status"] == "PENDING"
     assert first["task_id"] == requested.task_id and first["at"].endswith("+00:00")
@@ -44,9 +44,8 @@ def test_requested_without_a_plan_makes_no_plan_node() -> None:
 def test_every_event_lands_on_the_timeline_at_its_position() -> None:
     for seq, event in enumerate(_completed(), start=10):
         statements = statements_for(event, seq)
-        timeline = statements[-2].params
-        assert "MERGE (e:Event {id: $event_id})" in statements[-2].cypher
-        assert "[:HAD_EVENT]" in statements[-1].cypher
+        timeline = statements[-1].params
+        assert "CREATE (d)-[:HAD_EVENT]->(e:Event {id: r.event_id," in statements[-1].cypher
         assert timeline["seq"] == seq and timeline["type"] == type(event).__name__
         version = event.originator_version  # type: ignore[attr-defined]
         assert timeline["event_id"] == f"{event.originator_id}:{version}"  # type: ignore[attr-defined]
@@ -55,7 +54,7 @@ def test_every_event_lands_on_the_timeline_at_its_position() -> None:
 def test_proposal_ids_and_parameters() -> None:
     proposal = next(e for e in _completed() if isinstance(e, Deliberation.ProposalReceived))
     statements = statements_for(proposal, 3)
-    params = next(s.params for s in statements if "MERGE (p:Proposal" in s.cypher)
+    params = next(s.params for s in statements if "CREATE (p:Proposal" in s.cypher)
     pid = proposal_id(proposal.originator_id, proposal.round, proposal.agent_id)
     assert params["proposal_id"] == pid == f"{proposal.originator_id}:0:{proposal.agent_id}"
     assert params["tokens"] == proposal.tokens and params["model"] == proposal.model
@@ -64,7 +63,7 @@ def test_proposal_ids_and_parameters() -> None:
 def test_late_proposals_get_their_own_node() -> None:
     late = _completed()[-1]
     assert isinstance(late, Deliberation.LateProposalReceived)
-    params = next(s.params for s in statements_for(late, 1) if "late = true" in s.cypher)
+    params = next(s.params for s in statements_for(late, 1) if "late: true" in s.cypher)
     assert params["proposal_id"].endswith(f":late:{late.originator_version}")
 
 
@@ -72,10 +71,10 @@ def test_scores_are_floats_and_completion_links_the_winner() -> None:
     events = _completed()
     scored = next(e for e in events if isinstance(e, Deliberation.ProposalScored))
     (score,) = statements_for(scored, 1)[:1]
-    assert isinstance(score.params["score"], float) and "ORDER BY p.round DESC" in score.cypher
+    assert isinstance(score.params["score"], float) and "max(p.round) AS top" in score.cypher
     completed = next(e for e in events if isinstance(e, Deliberation.Completed))
     text = _cyphers(statements_for(completed, 1))
-    assert "MERGE (d)-[:WON_BY]->(p)" in text
+    assert "CREATE (d)-[:WON_BY]->(p)" in text
 
 
 def test_events_of_other_aggregates_are_not_ours() -> None:

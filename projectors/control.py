@@ -1,0 +1,124 @@
+"""A node's projections as one thing to ask and to steer: status and lag, rebuild, verify.
+
+``Projections`` owns the node's runners by name. ``status`` reports each one's position, the
+stream head, and the lag in events and in seconds (recording time of the head event minus that of
+the last event the runner handled). ``rebuild`` stops a runner, deletes what its projection wrote
+(position back to 0, fencing state kept) and starts a new runner of it from sequence 1: readers of
+the cache fall back to replays meanwhile, Cypher readers see the graph refill. ``verify`` replays
+every deliberation and compares (``projectors.verify``).
+
+Thread-safety: every method may be called from any thread (the gRPC API calls them through
+``asyncio.to_thread``); one lock serialises rebuilds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, MutableSequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from eventsourcing.application import Application
+
+from projectors.cache.projection import CacheProjection
+from projectors.errors import ProjectionError
+from projectors.graph.projection import GraphProjection
+from projectors.runner import ProjectorRunner
+from projectors.verify import VerifyReport, verify
+
+__all__ = ["ProjectionStatus", "Projections"]
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    name: str
+    position: int
+    """The last position the runner handled (its store's position, or just past it)."""
+    head: int
+    lag_events: int
+    """Events in the stream after ``position`` (notification ids: gaps count, a bound)."""
+    lag_seconds: float
+    state: str
+    applied: int
+    """Events this node's runner applied since it started."""
+    error: str = ""
+
+
+class Projections:
+    """The runners of one node, by projection name."""
+
+    def __init__(self, app: Application[Any], runners: MutableSequence[ProjectorRunner]) -> None:
+        self._app = app
+        self._runners = runners
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self._runners]
+
+    def runner(self, name: str) -> ProjectorRunner:
+        for r in self._runners:
+            if r.name == name:
+                return r
+        msg = f"no projection named {name!r} here (have: {', '.join(self.names) or 'none'})"
+        raise ProjectionError(msg)
+
+    def head(self) -> int:
+        return self._app.recorder.max_notification_id() or 0
+
+    def status(self) -> tuple[int, list[ProjectionStatus]]:
+        """The stream head and each projection's status."""
+        head = self.head()
+        head_time = self._time_at(head)
+        out = []
+        for r in list(self._runners):
+            position = r.position()
+            lag = max(0, head - position)
+            seconds = 0.0
+            last = r.last_event_time
+            if lag and head_time is not None:
+                seconds = max(0.0, (head_time - last).total_seconds()) if last else float("nan")
+            error = repr(r.error) if r.error is not None else ""
+            out.append(
+                ProjectionStatus(r.name, position, head, lag, seconds, r.state, r.applied, error)
+            )
+        return head, out
+
+    def rebuild(self, name: str) -> int:
+        """Rebuild projection ``name`` from sequence 1; returns the head it will catch up to."""
+        with self._lock:
+            old = self.runner(name)
+            old.stop()
+            old.projection.reset()
+            new = old.fresh()
+            self._runners[self._runners.index(old)] = new
+            new.start()
+            return self.head()
+
+    def verify(self, on_progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+        graph, board = None, None
+        for r in self._runners:
+            p = r.projection
+            if isinstance(p, GraphProjection):
+                graph = p.graph
+            elif isinstance(p, CacheProjection):
+                board = p.board
+        return verify(self._app, graph=graph, board=board, on_progress=on_progress)
+
+    def wait(self, position: int, timeout: float) -> None:
+        for r in list(self._runners):
+            r.wait(position, timeout)
+
+    def stop(self) -> None:
+        for r in list(self._runners):
+            r.stop()
+
+    def _time_at(self, position: int) -> datetime | None:
+        if position <= 0:
+            return None
+        page = self._app.recorder.select_notifications(position, 1)
+        if not page:
+            return None
+        at = getattr(self._app.mapper.to_domain_event(page[0]), "timestamp", None)
+        return at if isinstance(at, datetime) else None

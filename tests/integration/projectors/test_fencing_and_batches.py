@@ -1,0 +1,241 @@
+"""Fencing (two runners of one projection never both write), catch-up batches equal to one-by-one
+application, fresh reads after an event lands, and the README's five queries on a real graph."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.ledger import ApplicationDeliberationStore
+from fleet.queries import DeliberationQueries, recorder_latest_version
+from projectors import CacheProjection, GraphProjection, ProjectorRunner, view_from_aggregate
+from projectors.cache.valkey import ValkeyDeliberationBoard
+from projectors.errors import ProjectionFencedError
+from projectors.fence import Fence
+from projectors.graph.ladybug import LadybugGraph
+from projectors.verify import verify
+from tests.unit.projectors import scenarios
+
+pytestmark = pytest.mark.timeout(90)
+
+FIVE_QUERIES = {
+    "wins per agent and role": (
+        "MATCH (d:Deliberation)-[:WON_BY]->(p:Proposal)<-[:PROPOSED]-(a:Agent) "
+        "RETURN d.role AS role, a.id AS agent, count(*) AS wins ORDER BY wins DESC, agent"
+    ),
+    "timed out, and who was missing": (
+        "MATCH (d:Deliberation {status: 'TIMEOUT'}) RETURN d.task_id AS task, d.missing AS missing"
+    ),
+    "one deliberation's timeline": (
+        "MATCH (d:Deliberation {task_id: $task})-[:HAD_EVENT]->(e:Event) "
+        "RETURN e.seq AS seq, e.type AS type, e.at AS at ORDER BY e.seq"
+    ),
+    "latency and score per model": (
+        "MATCH (p:Proposal) WHERE p.late = false RETURN p.model AS model, "
+        "avg(p.latency_ms) AS avg_ms, avg(p.score) AS avg_score, count(*) AS n ORDER BY model"
+    ),
+    "deliberations per plan and status": (
+        "MATCH (pl:Plan)-[:SPAWNED]->(d:Deliberation) "
+        "RETURN pl.id AS plan, d.status AS status, count(*) AS n ORDER BY plan, status"
+    ),
+}
+
+
+def _all_events(app: Any) -> list[tuple[object, int]]:
+    return [
+        (app.mapper.to_domain_event(n), n.id) for n in app.recorder.select_notifications(1, 10_000)
+    ]
+
+
+def _graph_dump(graph: LadybugGraph) -> dict[str, Any]:
+    return {
+        "nodes": graph.query(
+            "MATCH (n) WHERE label(n) <> 'Projection' "
+            "RETURN label(n) AS l, n.id AS id ORDER BY l, id",
+            limit=100_000,
+        ),
+        "deliberations": graph.query(
+            "MATCH (d:Deliberation) RETURN d.id, d.status, d.version, d.winner, d.updated_at, "
+            "d.finished_at ORDER BY d.id"
+        ),
+        "proposals": graph.query(
+            "MATCH (p:Proposal) RETURN p.id, p.score, p.late, p.checks ORDER BY p.id"
+        ),
+        "agents": graph.query("MATCH (a:Agent) RETURN a.id, a.role, a.model ORDER BY a.id"),
+        "links": graph.query(
+            "MATCH (a)-[r]->(b) RETURN label(r) AS t, a.id AS src, b.id AS dst "
+            "ORDER BY t, src, dst",
+            limit=100_000,
+        ),
+    }
+
+
+def _mixed(app: Any) -> None:
+    # Interleaved so that batches hold several deliberations at different steps.
+    for _ in range(3):
+        scenarios.completed(app)
+        scenarios.timed_out(app)
+        scenarios.all_failed(app)
+
+
+def test_a_catch_up_batch_gives_the_graph_one_by_one_application_gives(tmp_path: Path) -> None:
+    app = scenarios.popo_app()
+    _mixed(app)
+    events = _all_events(app)
+    one = LadybugGraph(tmp_path / "one" / "g")
+    many = LadybugGraph(tmp_path / "many" / "g")
+    try:
+        p_one, p_many = GraphProjection(one), GraphProjection(many)
+        for e, p in events:
+            p_one.apply(e, p)
+        for i in range(0, len(events), 37):  # odd batch boundaries on purpose
+            p_many.apply_batch(events[i : i + 37], base=p_many.position())
+        assert _graph_dump(many) == _graph_dump(one)
+        assert p_many.position() == p_one.position() == events[-1][1]
+        report = verify(app, graph=many)
+        assert report.ok, report.differences
+    finally:
+        one.close()
+        many.close()
+
+
+def test_two_runners_of_one_projection_never_both_apply(
+    graph: LadybugGraph, board: ValkeyDeliberationBoard
+) -> None:
+    app = scenarios.popo_app()
+    _mixed(app)
+    for projection in (GraphProjection(graph), CacheProjection(board)):
+        first = ProjectorRunner(app, projection, owner="first", lease_ms=60_000, batch_size=7)
+        second = ProjectorRunner(app, projection, owner="second", lease_ms=60_000, batch_size=7)
+        head = app.recorder.max_notification_id() or 0
+        first.start()
+        first.wait(1)  # "first" holds the claim before "second" asks for it
+        second.start()
+        first.wait(head)
+        time.sleep(0.3)
+        assert second.state == "standby" and second.applied == 0  # fenced out from the start
+        more = scenarios.completed(app)
+        first.wait(more.position)
+        first.stop()  # a clean stop releases the lease: the standby takes over
+        later = scenarios.timed_out(app)
+        second.wait(later.position, timeout=20)
+        assert second.state == "active"
+        ours = sum(1 for e, _ in _all_events(app) if type(e).__module__.startswith("aggregates"))
+        assert first.applied + second.applied == ours  # every event applied exactly once
+        second.stop()
+        # The old owner comes back with its stale fence: refused, writes nothing.
+        scenarios.all_failed(app)
+        position = projection.position()
+        pending = [(e, p) for e, p in _all_events(app) if p > position]
+        stale = Fence(owner="first", epoch=1, lease_ms=60_000)
+        with pytest.raises(ProjectionFencedError):
+            projection.apply_batch(pending, base=position, fence=stale)
+        assert projection.position() == position
+        assert projection.claim("first", 60_000) is not None  # released: it may claim anew
+    report = verify(app, graph=graph, board=board)
+    assert report.ok, report.differences
+
+
+async def test_reads_are_never_older_than_the_last_stored_event(
+    board: ValkeyDeliberationBoard,
+) -> None:
+    app = scenarios.popo_app()
+    run = scenarios.completed(app, late=False)
+    queries = DeliberationQueries(
+        ApplicationDeliberationStore(app),
+        board,
+        None,
+        latest_version=recorder_latest_version(app.recorder),
+    )
+    task_id = app.repository.get(run.deliberation_id).task_id
+    projection = CacheProjection(board)
+    events = _all_events(app)
+    for e, p in events[:4]:  # the cache stops behind: requested, started, 2 proposals
+        projection.apply(e, p)
+    view = await queries.result(task_id)
+    assert view == view_from_aggregate(app.repository.get(run.deliberation_id))
+    assert view.position is None and queries.cache_stale == 1  # a replay, not the stale entry
+    for e, p in events[4:]:
+        projection.apply(e, p)
+    view = await queries.result(task_id)
+    assert view.position == events[-1][1] and queries.cache_hits == 1  # caught up: the cache
+    board.reset()
+    assert (await queries.result(task_id)).status.value == "COMPLETED"  # a miss: replayed
+    assert queries.cache_misses == 1
+
+
+def test_the_five_readme_queries_on_a_real_graph(graph: LadybugGraph) -> None:
+    app = scenarios.popo_app()
+    done = scenarios.completed(app)
+    timeout = scenarios.timed_out(app)
+    scenarios.all_failed(app)
+    with ProjectorRunner(app, GraphProjection(graph)) as runner:
+        runner.wait(app.recorder.max_notification_id() or 0)
+    d = app.repository.get(done.deliberation_id)
+    answers = {
+        name: graph.query(cypher, {"task": d.task_id}) for name, cypher in FIVE_QUERIES.items()
+    }
+    assert answers["wins per agent and role"] == [{"role": "DEV", "agent": d.winner, "wins": 1}]
+    t = app.repository.get(timeout.deliberation_id)
+    assert answers["timed out, and who was missing"] == [
+        {"task": t.task_id, "missing": list(t.missing)}
+    ]
+    timeline = answers["one deliberation's timeline"]
+    assert [r["type"] for r in timeline][:2] == ["Requested", "Started"]
+    assert len(timeline) == d.version and timeline[-1]["type"] == "LateProposalReceived"
+    (model,) = answers["latency and score per model"]
+    assert model["model"] == "gemma-3-270m" and model["n"] == 3 + 2 + 0
+    plans = answers["deliberations per plan and status"]
+    assert plans == [{"plan": d.plan_id, "status": "COMPLETED", "n": 1}]
+
+
+def test_a_slow_query_is_stopped_at_its_time_limit(graph: LadybugGraph) -> None:
+    from projectors.errors import QueryTimeoutError
+
+    t0 = time.monotonic()
+    with pytest.raises(QueryTimeoutError):
+        graph.query(
+            "UNWIND range(1, 20000) AS x UNWIND range(1, 20000) AS y WITH x, y "
+            "WHERE (x * y) % 7 = 3 RETURN count(*) AS n",
+            timeout_s=0.2,
+        )
+    assert time.monotonic() - t0 < 5
+    assert graph.query("RETURN 1 AS one") == [{"one": 1}]  # the connection still answers
+
+
+def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: LadybugGraph) -> None:
+    from datetime import UTC, datetime
+
+    from aggregates import AgentId, Deliberation, PeerReview
+
+    app = scenarios.popo_app()
+    d = Deliberation.request(
+        task_id="critique-1", task="t", role="DEV", num_agents=2, rounds=2,
+        requested_at=datetime.now(UTC), timeout_seconds=60, rubric="", plan_id="",
+        story_id="", requested_by="tests",
+    )  # fmt: skip
+    d.start()
+    a, b = d.agents
+    for agent in (a, b):
+        d.receive_proposal(agent_id=AgentId(agent), round=0, content=f"{agent} v0", model="m",
+                           tokens=1, latency_ms=1)  # fmt: skip
+    d.receive_critique(
+        agent_id=AgentId(a), round=1,
+        reviews=[PeerReview(reviewer=a, target=b, score=0.25, text="misses the edge case")],
+    )  # fmt: skip
+    app.save(d)
+    with ProjectorRunner(app, GraphProjection(graph)) as runner:
+        runner.wait(app.recorder.max_notification_id() or 0)
+    rows = graph.query(
+        "MATCH (c:Proposal)-[k:CRITIQUED]->(t:Proposal) "
+        "RETURN c.agent_id AS critic, t.agent_id AS target, k.round AS round, "
+        "k.rating AS rating, k.content AS text"
+    )
+    assert rows == [
+        {"critic": a, "target": b, "round": 1, "rating": 0.25, "text": "misses the edge case"}
+    ]
+    types = graph.query("MATCH (e:Event) RETURN e.type AS t ORDER BY e.seq")
+    assert [r["t"] for r in types][-1] == "CritiqueReceived"
