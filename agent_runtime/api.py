@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aggregates.values import CheckOutcome
+from aggregates.values import CheckOutcome, PeerReview
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,56 @@ class AgentTurn:
     own_previous: str = ""
     sampling: Sampling = field(default_factory=Sampling)
     timeout_s: float = 120.0
+    critiques: tuple[str, ...] = ()
+    """What peers said about this agent's previous proposal (revise rounds)."""
+
+    @property
+    def kind(self) -> str:
+        """ "propose" (round 0, or nothing to revise against) or "revise"."""
+        return "revise" if self.round > 0 and self.peers else "propose"
 
     @property
     def key(self) -> str:
         """Deterministic id of this piece of work: a redelivery has the same key."""
         return f"{self.deliberation_id}:{self.round}:{self.agent_id}"
+
+
+REVIEW_PURPOSES = ("critique", "rate")
+
+
+@dataclass(frozen=True)
+class ReviewInput:
+    """One agent reviews its peers' proposals: critiques them before a revise round
+    (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``)."""
+
+    deliberation_id: str
+    agent_id: str
+    role: str
+    round: int
+    """The revise round the critique is for; the last round for a final rating."""
+    purpose: str
+    task: str
+    rubric: str = ""
+    requirements: tuple[str, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    """The peers' proposals (never the reviewer's own)."""
+    sampling: Sampling = field(default_factory=Sampling)
+    timeout_s: float = 120.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.deliberation_id}:{self.purpose}:{self.round}:{self.agent_id}"
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    agent_id: str
+    reviews: tuple[PeerReview, ...]
+    """One per candidate, in the candidates' order; ``score`` None where nothing usable came."""
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
 
 
 @dataclass(frozen=True)
@@ -68,6 +113,8 @@ class TurnResult:
 class Candidate:
     agent_id: str
     content: str
+    peer_reviews: tuple[PeerReview, ...] = ()
+    """Peers' ratings of this proposal (scoring only)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +127,8 @@ class AssessmentInput:
     rubric: str
     requirements: tuple[str, ...]
     candidates: tuple[Candidate, ...]
+    peer_review: bool = False
+    """Peers rated the candidates: the score then weighs their ratings (see ``checks``)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +150,12 @@ class AgentTurnError(AgentRuntimeError):
 class AgentRuntime(Protocol):
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         """Run one agent turn. Raises AgentTurnError (never returns fabricated content)."""
+        ...
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        """One agent critiques or rates its peers' proposals (structured output where the
+        server supports it, a tolerant parser where not). Raises AgentTurnError when the call
+        fails; an unusable answer is not an error: its reviews carry ``score=None``."""
         ...
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:

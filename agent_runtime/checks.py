@@ -24,8 +24,13 @@ Score formula (each check's own score is in [0, 1]):
 * total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``.
 
 A DEV answer without code therefore scores at most 0.3, and one that compiles and lints clean
-with full coverage scores 1. Peer ratings are added by a later step; keep this a function of one
-``AssessmentInput`` so it can be combined, not rewritten.
+with full coverage scores 1.
+
+Peer ratings (``AssessmentInput.peer_review``): ``peer`` = the mean of the usable ratings the
+candidate received, or a neutral 0.5 when none was usable (recorded in the ``peer_review`` check's
+details with the number of fallbacks). The score becomes ``checks · (0.5 + 0.5·peer)``: the
+executable checks gate (code that does not compile cannot be rescued by praise, it keeps at most
+0.3 of the scale), and the peers rank among the proposals that pass them.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ __all__ = [
     "extract_code_blocks",
     "lint_check",
     "lint_source",
+    "peer_review_check",
     "policy_check",
     "requirement_coverage",
 ]
@@ -288,16 +294,46 @@ def lint_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
 # ----------------------------------------------------------------------------- scoring
 
 
-def assess_candidate(candidate: Candidate, role: str, requirements: Sequence[str]) -> Assessment:
+NEUTRAL_RATING = 0.5
+
+
+def peer_review_check(candidate: Candidate) -> CheckOutcome:
+    """The peers' ratings of one proposal as a check (mean of the usable ones, else neutral)."""
+    usable = [r.score for r in candidate.peer_reviews if r.score is not None]
+    fallbacks = len(candidate.peer_reviews) - len(usable)
+    peer = sum(usable) / len(usable) if usable else NEUTRAL_RATING
+    details = {
+        "ratings": str(len(usable)),
+        "fallbacks": str(fallbacks),
+        "by": "; ".join(
+            f"{r.reviewer}={'-' if r.score is None else f'{r.score:.2f}'} ({r.source})"
+            for r in candidate.peer_reviews
+        ),
+    }
+    if not usable:
+        details["neutral"] = "no usable peer rating: neutral 0.5"
+    message = f"{len(usable)} peer rating(s), mean {peer:.2f}" + (
+        f"; {fallbacks} unusable" if fallbacks else ""
+    )
+    return CheckOutcome("peer_review", bool(usable), round(peer, 4), message, details)
+
+
+def assess_candidate(
+    candidate: Candidate, role: str, requirements: Sequence[str], *, peer_review: bool = False
+) -> Assessment:
     """The checks and the total score of one proposal (formula in the module docstring)."""
     policy = policy_check(candidate.content, role, requirements)
     if role.upper() not in CODE_ROLES:
-        return Assessment(candidate.agent_id, policy.score, (policy,))
-    blocks = extract_code_blocks(candidate.content)
-    dryrun = dryrun_check(blocks)
-    lint = lint_check(blocks)
-    checks = (policy, dryrun, lint)
-    total = sum(WEIGHTS_CODE[c.check_type] * c.score for c in checks)
+        checks: tuple[CheckOutcome, ...] = (policy,)
+        total = policy.score
+    else:
+        blocks = extract_code_blocks(candidate.content)
+        checks = (policy, dryrun_check(blocks), lint_check(blocks))
+        total = sum(WEIGHTS_CODE[c.check_type] * c.score for c in checks)
+    if peer_review:
+        peers = peer_review_check(candidate)
+        checks = (*checks, peers)
+        total *= 0.5 + 0.5 * peers.score
     return Assessment(candidate.agent_id, round(min(max(total, 0.0), 1.0), 4), checks)
 
 
@@ -307,4 +343,7 @@ def assess_candidates(request: AssessmentInput) -> list[Assessment]:
     Each score depends only on that candidate's text, the role and the requirements, never on
     its position, so a winner chosen from these scores does not depend on agent order.
     """
-    return [assess_candidate(c, request.role, request.requirements) for c in request.candidates]
+    return [
+        assess_candidate(c, request.role, request.requirements, peer_review=request.peer_review)
+        for c in request.candidates
+    ]

@@ -11,19 +11,59 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent_runtime.api import (
     AgentTurn,
     AgentTurnError,
     Assessment,
     AssessmentInput,
+    ReviewInput,
+    ReviewResult,
     TurnResult,
 )
 from agent_runtime.checks import assess_candidates
-from agent_runtime.openai_client import ChatClientError, OpenAIChatClient, RetryPolicy
+from agent_runtime.openai_client import (
+    ChatClientError,
+    ChatHTTPError,
+    OpenAIChatClient,
+    RetryPolicy,
+)
 from agent_runtime.prompts import build_messages, join_prefill, prefill_of
+from agent_runtime.reviews import label_candidates, parse_reviews, review_messages, review_schema
 
-__all__ = ["CONTINUE_FINAL_MESSAGE", "CouncilMember", "EndpointConfig", "LocalAgentRuntime"]
+__all__ = [
+    "CONTINUE_FINAL_MESSAGE",
+    "STRUCTURED_OUTPUT_MODES",
+    "CouncilMember",
+    "EndpointConfig",
+    "LocalAgentRuntime",
+    "structured_output_body",
+]
+
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "guided_json", "none")
+"""How a review asks the server for JSON matching a schema:
+
+* ``json_schema``  OpenAI's ``response_format: {type: json_schema, json_schema: {…}}`` (vLLM's
+  current interface, and OpenAI's);
+* ``json_object``  ``response_format: {type: json_object, schema: …}`` (llama.cpp's server);
+* ``guided_json``  vLLM's older extra body field;
+* ``none``         ask in the prompt only (the tolerant parser reads what comes back).
+
+A server that answers 400 to the constrained request is asked again without it."""
+
+
+def structured_output_body(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The extra request fields that constrain the answer to ``schema`` in ``mode``."""
+    if mode == "json_schema":
+        spec = {"name": "peer_reviews", "schema": dict(schema), "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object", "schema": dict(schema)}}
+    if mode == "guided_json":
+        return {"guided_json": dict(schema)}
+    return {}
+
 
 CONTINUE_FINAL_MESSAGE: Mapping[str, bool] = {
     "continue_final_message": True,
@@ -44,6 +84,10 @@ class EndpointConfig:
     """Calls on the wire at once from one member's client."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     api_key: str | None = None
+    structured_output: str = "json_schema"
+    """One of ``STRUCTURED_OUTPUT_MODES``: how reviews ask for schema-constrained JSON."""
+    review_max_tokens: int = 160
+    """Tokens for a review answer (short JSON; a small model's runaway string stops here)."""
 
 
 class CouncilMember:
@@ -108,6 +152,53 @@ class CouncilMember:
             latency_ms=completion.latency_ms,
         )
 
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        """Critique or rate peers' proposals (see ``agent_runtime.reviews``).
+
+        Structured output is asked for as the endpoint is configured; a 400 to that request
+        (a server without the feature) is retried once as a plain request. An answer with no
+        usable rating is not an error: its reviews carry ``score=None``, source ``fallback``.
+
+        Raises:
+            AgentTurnError: the call failed (naming the review's key).
+        """
+        if request.role.upper() != self.role:
+            msg = f"review {request.key} is for role {request.role}, routed to a {self.role} member"
+            raise AgentTurnError(msg)
+        labelled = label_candidates(request.deliberation_id, request.candidates)
+        if not labelled:
+            return ReviewResult(request.agent_id, (), request.sampling.model, 0, 0, 0)
+        messages = review_messages(request, labelled)
+        extra = structured_output_body(
+            self.endpoint.structured_output, review_schema(list(labelled))
+        )
+        kwargs: dict[str, Any] = dict(
+            temperature=0.0,  # a judge should be steady; the seed pins the rest
+            max_tokens=self.endpoint.review_max_tokens,
+            seed=request.sampling.seed,
+            timeout_s=request.timeout_s,
+            user=request.agent_id,
+            model=request.sampling.model or None,
+        )
+        try:
+            try:
+                completion = await self.client.chat(messages, extra_body=extra or None, **kwargs)
+            except ChatHTTPError as e:
+                if not extra or e.status != 400:
+                    raise
+                completion = await self.client.chat(messages, **kwargs)
+        except ChatClientError as e:
+            raise AgentTurnError(f"review {request.key} failed: {e}") from None
+        reviews = parse_reviews(completion.content, labelled, reviewer=request.agent_id)
+        return ReviewResult(
+            agent_id=request.agent_id,
+            reviews=tuple(reviews),
+            model=completion.model,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            latency_ms=completion.latency_ms,
+        )
+
     def assess(self, request: AssessmentInput) -> list[Assessment]:
         """Executable checks and the skeleton score (``checks.assess_candidates``)."""
         return assess_candidates(request)
@@ -135,6 +226,9 @@ class LocalAgentRuntime:
 
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         return await self._member(turn.role).run_turn(turn)
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        return await self._member(request.role).review(request)
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         # Checks are pure and role-aware on their own: no member is needed.

@@ -182,6 +182,9 @@ def build_messages(turn: AgentTurn) -> list[ChatMessage]:
             if turn.own_previous.strip()
             else ""
         )
+        if turn.critiques:
+            said = "\n".join(f"- {clip(c, PEER_CHARS // 2)}" for c in turn.critiques if c.strip())
+            own += f"What reviewers said about your proposal:\n{said}\n\n" if said else ""
         ask = (
             "Write your complete revised code, keeping what is best from all of them."
             if prefill == CODE_PREFILL

@@ -36,6 +36,8 @@ from agent_runtime.api import (
     AgentTurnError,
     Assessment,
     AssessmentInput,
+    ReviewInput,
+    ReviewResult,
     TurnResult,
 )
 from agent_runtime.council import CouncilMember, EndpointConfig
@@ -60,6 +62,8 @@ class ActorStats:
     pid: int
     turns_served: int
     turns_failed: int
+    node_id: str = ""
+    """The Ray node the actor runs on (a cluster spreads pools over nodes)."""
 
 
 def pool_index(agent_id: str, pool_size: int) -> int:
@@ -93,6 +97,9 @@ class AgentActor:
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         return await self._member.run_turn(turn)
 
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        return await self._member.review(request)
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         return self._member.assess(request)
 
@@ -104,6 +111,7 @@ class AgentActor:
             pid=os.getpid(),
             turns_served=self._member.turns_served,
             turns_failed=self._member.turns_failed,
+            node_id=ray.get_runtime_context().get_node_id() or "",
         )
 
     async def close(self) -> None:
@@ -159,6 +167,7 @@ class RayAgentRuntime:
         max_restarts: int = 3,
         ready_timeout_s: float = 120.0,
         actor_options: Mapping[str, Any] | None = None,
+        structured_output: str = "json_schema",
     ) -> RayAgentRuntime:
         """Create one pool of ``agents_per_role`` actors per role and wait until all answer.
 
@@ -173,6 +182,7 @@ class RayAgentRuntime:
             max_restarts: how often Ray restarts a dead actor.
             ready_timeout_s: how long to wait for the actors to come up.
             actor_options: extra ``.options(...)`` for the actors (e.g. a runtime_env).
+            structured_output: how reviews ask for JSON (``council.STRUCTURED_OUTPUT_MODES``).
 
         Raises:
             AgentRuntimeError: Ray is not initialised, or the actors did not come up in time.
@@ -188,6 +198,7 @@ class RayAgentRuntime:
             max_in_flight=per_actor,
             retry=retry or RetryPolicy(),
             api_key=api_key,
+            structured_output=structured_output,
         )
         options: dict[str, Any] = {
             "num_cpus": 0,
@@ -237,24 +248,37 @@ class RayAgentRuntime:
             AgentTurnError: the model call failed, the actor died or did not answer in time.
         """
         actor = self.actor_for(turn.role, turn.agent_id)
-        async with self._slots:
-            ref: Any = actor.run_turn.remote(turn)
-            try:
-                result = await asyncio.wait_for(ref, turn.timeout_s + DRIVER_GRACE_S)
-            except TimeoutError:
-                with contextlib.suppress(RayError):
-                    ray.cancel(ref)
-                msg = f"turn {turn.key}: actor gave no answer within {turn.timeout_s:.1f} s"
-                raise AgentTurnError(msg) from None
-            except RayTaskError as e:
-                raise AgentTurnError(_cause_message(e)) from None
-            except (RayActorError, GetTimeoutError, RayError) as e:
-                msg = f"turn {turn.key}: actor failure ({type(e).__name__}): {e}"
-                raise AgentTurnError(msg) from e
+        result = await self._call(actor.run_turn, turn, f"turn {turn.key}", turn.timeout_s)
         if not isinstance(result, TurnResult):
             msg = f"turn {turn.key}: actor returned {type(result).__name__}, not TurnResult"
             raise AgentTurnError(msg)
         return result
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        """Run one peer review on the reviewer's actor. Raises AgentTurnError as run_turn."""
+        actor = self.actor_for(request.role, request.agent_id)
+        result = await self._call(actor.review, request, f"review {request.key}", request.timeout_s)
+        if not isinstance(result, ReviewResult):
+            msg = f"review {request.key}: actor returned {type(result).__name__}"
+            raise AgentTurnError(msg)
+        return result
+
+    async def _call(self, method: Any, arg: Any, key: str, timeout_s: float) -> Any:
+        """One bounded actor call: a slot, the actor's own deadline plus grace, errors named."""
+        async with self._slots:
+            ref: Any = method.remote(arg)
+            try:
+                return await asyncio.wait_for(ref, timeout_s + DRIVER_GRACE_S)
+            except TimeoutError:
+                with contextlib.suppress(RayError):
+                    ray.cancel(ref)
+                msg = f"{key}: actor gave no answer within {timeout_s:.1f} s"
+                raise AgentTurnError(msg) from None
+            except RayTaskError as e:
+                raise AgentTurnError(_cause_message(e)) from None
+            except (RayActorError, GetTimeoutError, RayError) as e:
+                msg = f"{key}: actor failure ({type(e).__name__}): {e}"
+                raise AgentTurnError(msg) from e
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         """Score on an actor of the role's pool (off the caller's loop; checks compile code)."""

@@ -9,10 +9,12 @@ from aggregates.errors import (
     InvalidDeliberationError,
     UnknownAgentError,
 )
-from aggregates.ids import deliberation_id
-from aggregates.values import AgentId, CheckOutcome, DeliberationStatus, Role
+from aggregates.ids import deliberation_id, plan_deliberation_task_id, plan_id_of
+from aggregates.plan import DEFAULT_PLAN_ROLES, Plan
+from aggregates.values import AgentId, CheckOutcome, DeliberationStatus, PeerReview, Role
 
 __all__ = [
+    "DEFAULT_PLAN_ROLES",
     "AgentId",
     "CheckOutcome",
     "DeadlineNotReachedError",
@@ -23,8 +25,12 @@ __all__ = [
     "DuplicateProposalError",
     "FailureState",
     "InvalidDeliberationError",
+    "PeerReview",
+    "Plan",
     "ProposalState",
     "Role",
     "UnknownAgentError",
     "deliberation_id",
+    "plan_deliberation_task_id",
+    "plan_id_of",
 ]

@@ -7,6 +7,9 @@ an event, never re-derived on read.
 
 Public command methods guard; private ``@event`` mutators change state. Mutators also run on
 replay, where ``__init__`` checks do not, so no check may live in a mutator.
+
+Length: over 400 lines on purpose: it is one state machine (request, propose, critique, revise,
+rate, score, decide, time out), and its guards and mutators are read together.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from aggregates.values import (
     AgentId,
     CheckOutcome,
     DeliberationStatus,
+    PeerReview,
     Role,
 )
 
@@ -61,6 +65,10 @@ class FailureState:
     agent_id: AgentId
     round: int
     error: str
+
+
+RATING_ROUND = -1
+"""The key ``review_errors`` files a failed final-rating call under (it belongs to no round)."""
 
 
 class Deliberation(Aggregate):
@@ -123,6 +131,42 @@ class Deliberation(Aggregate):
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state.update(prompt_tokens=0, temperature=None, seed=None, persona="")
+
+        def apply(self, aggregate: Any) -> None:
+            # A plain apply rather than an @event mutator: eventsourcing re-creates decorated
+            # event classes, which would cut ProposalRevised off from this class, and readers
+            # that fold ProposalReceived must see revisions as proposals too.
+            aggregate._apply_proposal(self)
+
+    class ProposalRevised(ProposalReceived):
+        """An agent's proposal for a later round, revised after reading its peers' work and the
+        critiques of its own. A ProposalReceived too (readers that fold proposals take it as the
+        agent's latest); ``addressed`` names the reviewers whose critiques it was shown."""
+
+        addressed: list[str]
+
+    class CritiqueReceived(Event):
+        """One agent's critiques of its peers' previous-round proposals (round >= 1), each with a
+        rating; ``error`` is set when the call failed (then ``reviews`` is empty)."""
+
+        agent_id: str
+        round: int
+        reviews: list[dict[str, Any]]
+        model: str
+        tokens: int
+        latency_ms: int
+        error: str
+
+    class PeerRatingsReceived(Event):
+        """One agent's ratings of its peers' final proposals against the rubric and
+        requirements: the peer part of the score. ``error`` as in CritiqueReceived."""
+
+        agent_id: str
+        reviews: list[dict[str, Any]]
+        model: str
+        tokens: int
+        latency_ms: int
+        error: str
 
     class LateProposalReceived(Event):
         """An answer that came after a terminal state: kept for the record, changes nothing."""
@@ -250,6 +294,10 @@ class Deliberation(Aggregate):
         self.proposals: dict[tuple[AgentId, int], ProposalState] = {}
         self.failures: dict[tuple[AgentId, int], FailureState] = {}
         self.late: list[AgentId] = []
+        self.critiques: dict[tuple[AgentId, int], list[PeerReview]] = {}
+        self.ratings: dict[AgentId, list[PeerReview]] = {}
+        self.review_errors: dict[tuple[AgentId, int], str] = {}
+        """Failed critique (round >= 1) or rating (round -1) calls, by (reviewer, round)."""
         self.winner: AgentId | None = None
         self.ranking: list[AgentId] = []
         self.missing: list[AgentId] = []
@@ -290,6 +338,39 @@ class Deliberation(Aggregate):
         for (agent, _), p in sorted(self.proposals.items(), key=lambda kv: kv[0][1]):
             latest[agent] = p
         return latest
+
+    def participants(self, round_no: int) -> list[AgentId]:
+        """Agents taking part in ``round_no``: round 0 the council; later rounds those with a
+        proposal from an earlier round (an agent that never proposed has nothing to revise)."""
+        if round_no == 0:
+            return list(self.agents)
+        have = {a for (a, r) in self.proposals if r < round_no}
+        return [a for a in self.agents if a in have]
+
+    def critiqued(self, round_no: int) -> set[AgentId]:
+        """Agents whose critique call for ``round_no`` is recorded (answered or failed)."""
+        return {a for (a, r) in self.critiques if r == round_no} | {
+            a for (a, r) in self.review_errors if r == round_no
+        }
+
+    def critiques_of(self, target: AgentId, round_no: int) -> list[PeerReview]:
+        """The critiques of ``target``'s proposal made in ``round_no``, by reviewer id."""
+        out = [
+            rv
+            for (_, r), reviews in sorted(self.critiques.items())
+            if r == round_no
+            for rv in reviews
+            if rv.target == target
+        ]
+        return out
+
+    def rated(self) -> set[AgentId]:
+        """Agents whose final rating call is recorded (answered or failed)."""
+        return set(self.ratings) | {a for (a, r) in self.review_errors if r == RATING_ROUND}
+
+    def ratings_of(self, target: AgentId) -> list[PeerReview]:
+        """The final-stage peer ratings of ``target``, by reviewer id."""
+        return [rv for _, rs in sorted(self.ratings.items()) for rv in rs if rv.target == target]
 
     # ------------------------------------------------------------------ commands
 
@@ -339,7 +420,8 @@ class Deliberation(Aggregate):
             raise DuplicateProposalError(msg)
         if not content.strip():
             raise InvalidDeliberationError("content", f"empty proposal from {agent_id}")
-        self._proposal_received(
+        self.trigger_event(
+            self.ProposalReceived,
             agent_id=agent_id,
             round=round,
             content=content,
@@ -350,6 +432,127 @@ class Deliberation(Aggregate):
             temperature=temperature,
             seed=seed,
             persona=persona,
+        )
+        return True
+
+    def revise_proposal(
+        self,
+        *,
+        agent_id: AgentId,
+        round: int,
+        content: str,
+        model: str,
+        tokens: int,
+        latency_ms: int,
+        prompt_tokens: int = 0,
+        temperature: float | None = None,
+        seed: int | None = None,
+        persona: str = "",
+        addressed: list[str] | None = None,
+    ) -> bool:
+        """Record a revised proposal for a later round (``round`` >= 1); else as receive_proposal.
+
+        Returns False when it came late (recorded as LateProposalReceived, changes nothing).
+        """
+        if round < 1:
+            raise InvalidDeliberationError("round", f"a revision is for round >= 1, got {round}")
+        self._require_member(agent_id, round)
+        if self.is_terminal:
+            self._late_proposal(
+                agent_id=agent_id,
+                round=round,
+                content=content,
+                model=model,
+                status_at_arrival=self.status.value,
+            )
+            return False
+        self._require_unanswered(agent_id, round)
+        if not content.strip():
+            raise InvalidDeliberationError("content", f"empty revision from {agent_id}")
+        self.trigger_event(
+            self.ProposalRevised,
+            agent_id=agent_id,
+            round=round,
+            content=content,
+            model=model,
+            tokens=tokens,
+            latency_ms=latency_ms,
+            prompt_tokens=prompt_tokens,
+            temperature=temperature,
+            seed=seed,
+            persona=persona,
+            addressed=list(addressed or []),
+        )
+        return True
+
+    def receive_critique(
+        self,
+        *,
+        agent_id: AgentId,
+        round: int,
+        reviews: list[PeerReview],
+        model: str = "",
+        tokens: int = 0,
+        latency_ms: int = 0,
+        error: str = "",
+    ) -> bool:
+        """Record an agent's critiques of its peers' round ``round - 1`` proposals.
+
+        Returns False (records nothing) when the deliberation is closed.
+
+        Raises:
+            DuplicateProposalError: this agent's critique for ``round`` is already recorded.
+            UnknownAgentError: the reviewer or a target is not on the council, a review is of
+                the reviewer itself, or the round is out of range.
+        """
+        if round < 1:
+            raise InvalidDeliberationError("round", f"critiques are for round >= 1, got {round}")
+        self._require_member(agent_id, round)
+        if self.is_terminal:
+            return False
+        if agent_id in self.critiqued(round):
+            msg = f"Deliberation {self.id}: {agent_id} already critiqued in round {round}"
+            raise DuplicateProposalError(msg)
+        self._require_reviews(agent_id, reviews)
+        self._critique_received(
+            agent_id=agent_id,
+            round=round,
+            reviews=[rv.as_dict() for rv in reviews],
+            model=model,
+            tokens=tokens,
+            latency_ms=latency_ms,
+            error=error,
+        )
+        return True
+
+    def receive_ratings(
+        self,
+        *,
+        agent_id: AgentId,
+        reviews: list[PeerReview],
+        model: str = "",
+        tokens: int = 0,
+        latency_ms: int = 0,
+        error: str = "",
+    ) -> bool:
+        """Record an agent's ratings of its peers' final proposals (before scoring).
+
+        Returns False when the deliberation is closed. Raises as receive_critique does.
+        """
+        self._require_member(agent_id, 0)
+        if self.is_terminal:
+            return False
+        if agent_id in self.rated():
+            msg = f"Deliberation {self.id}: {agent_id} already rated its peers"
+            raise DuplicateProposalError(msg)
+        self._require_reviews(agent_id, reviews)
+        self._ratings_received(
+            agent_id=agent_id,
+            reviews=[rv.as_dict() for rv in reviews],
+            model=model,
+            tokens=tokens,
+            latency_ms=latency_ms,
+            error=error,
         )
         return True
 
@@ -432,6 +635,23 @@ class Deliberation(Aggregate):
                 f"Deliberation {self.id}: round {round_no} not in 0..{self.rounds - 1}"
             )
 
+    def _require_unanswered(self, agent_id: AgentId, round_no: int) -> None:
+        if (agent_id, round_no) in self.proposals or (agent_id, round_no) in self.failures:
+            msg = f"Deliberation {self.id}: {agent_id} already answered round {round_no}"
+            raise DuplicateProposalError(msg)
+
+    def _require_reviews(self, reviewer: AgentId, reviews: list[PeerReview]) -> None:
+        agents = self.agents or self.default_agents()
+        for rv in reviews:
+            if rv.reviewer != reviewer:
+                msg = f"Deliberation {self.id}: review by {rv.reviewer} filed as {reviewer}'s"
+                raise UnknownAgentError(msg)
+            if rv.target not in agents or rv.target == reviewer:
+                msg = f"Deliberation {self.id}: {reviewer} cannot review {rv.target!r}"
+                raise UnknownAgentError(msg)
+            if rv.score is not None and not 0.0 <= rv.score <= 1.0:
+                raise InvalidDeliberationError("score", f"review score {rv.score} not in [0, 1]")
+
     # ------------------------------------------------------------------ mutators
 
     @event(Started)
@@ -439,36 +659,55 @@ class Deliberation(Aggregate):
         self.agents = [AgentId(a) for a in agents]
         self.status = DeliberationStatus.IN_PROGRESS
 
-    @event(ProposalReceived)
-    def _proposal_received(
-        self,
-        agent_id: str,
-        round: int,
-        content: str,
-        model: str,
-        tokens: int,
-        latency_ms: int,
-        prompt_tokens: int,
-        temperature: float | None,
-        seed: int | None,
-        persona: str,
-    ) -> None:
+    def _apply_proposal(self, e: Deliberation.ProposalReceived) -> None:
+        """ProposalReceived's (and so ProposalRevised's) state change: see the event's apply."""
         if not self.agents:  # a proposal before Started (another dispatcher raced): implied start
             self.agents = self.default_agents()
         self.status = DeliberationStatus.IN_PROGRESS
-        self.proposals[(AgentId(agent_id), round)] = ProposalState(
-            agent_id=AgentId(agent_id),
-            round=round,
-            content=content,
-            model=model,
-            tokens=tokens,
-            latency_ms=latency_ms,
-            received_at=self.event_time,
-            prompt_tokens=prompt_tokens,
-            temperature=temperature,
-            seed=seed,
-            persona=persona,
+        self.proposals[(AgentId(e.agent_id), e.round)] = ProposalState(
+            agent_id=AgentId(e.agent_id),
+            round=e.round,
+            content=e.content,
+            model=e.model,
+            tokens=e.tokens,
+            latency_ms=e.latency_ms,
+            received_at=e.timestamp,
+            prompt_tokens=e.prompt_tokens,
+            temperature=e.temperature,
+            seed=e.seed,
+            persona=e.persona,
         )
+
+    @event(CritiqueReceived)
+    def _critique_received(
+        self,
+        agent_id: str,
+        round: int,
+        reviews: list[dict[str, Any]],
+        model: str,
+        tokens: int,
+        latency_ms: int,
+        error: str,
+    ) -> None:
+        if error:
+            self.review_errors[(AgentId(agent_id), round)] = error
+        else:
+            self.critiques[(AgentId(agent_id), round)] = [PeerReview.from_dict(r) for r in reviews]
+
+    @event(PeerRatingsReceived)
+    def _ratings_received(
+        self,
+        agent_id: str,
+        reviews: list[dict[str, Any]],
+        model: str,
+        tokens: int,
+        latency_ms: int,
+        error: str,
+    ) -> None:
+        if error:
+            self.review_errors[(AgentId(agent_id), RATING_ROUND)] = error
+        else:
+            self.ratings[AgentId(agent_id)] = [PeerReview.from_dict(r) for r in reviews]
 
     @event(LateProposalReceived)
     def _late_proposal(

@@ -16,3 +16,8 @@ def deliberation_id(task_id: str) -> UUID:
 def plan_deliberation_task_id(plan_id: str, role: str) -> str:
     """The task id of the deliberation a plan spawns for one role (redelivery-safe)."""
     return f"plan:{plan_id}:{role}"
+
+
+def plan_id_of(plan_id: str) -> UUID:
+    """The aggregate id of the Plan the planning service calls ``plan_id``."""
+    return uuid5(FLEET_NAMESPACE, f"plan:{plan_id}")

@@ -81,3 +81,37 @@ class CheckOutcome:
             message=str(data.get("message", "")),
             details={str(k): str(v) for k, v in dict(data.get("details", {})).items()},
         )
+
+
+REVIEW_SOURCES = ("structured", "parsed", "fallback", "error")
+"""How a peer review's rating was obtained: JSON that matched the schema, text a tolerant parser
+read, a neutral rating because nothing usable came back, or the call itself failed."""
+
+
+@dataclass(frozen=True)
+class PeerReview:
+    """One agent's review of a peer's proposal: a rating in [0, 1] and the critique behind it.
+
+    ``score`` is None when the reviewer gave nothing usable (``source`` says why); a reader then
+    uses the neutral rating, so a broken reviewer neither helps nor hurts anyone.
+    """
+
+    reviewer: str
+    target: str
+    score: float | None
+    text: str = ""
+    source: str = "structured"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PeerReview:
+        raw = data.get("score")
+        return cls(
+            reviewer=str(data["reviewer"]),
+            target=str(data["target"]),
+            score=None if raw is None else float(raw),
+            text=str(data.get("text", "")),
+            source=str(data.get("source", "structured")),
+        )

@@ -1,10 +1,27 @@
-"""DeliberationRequested → agent work → proposals, scores and a terminal state, on time.
+"""DeliberationRequested → the deliberation protocol on agents → a terminal state, on time.
 
-The dispatcher is a policy from events to work. What is outstanding is always derived from the
-aggregate (its recorded events), never from this process's memory, so a restarted dispatcher picks
-up where the last one stopped: it re-runs only the (agent, round) pairs that have no answer, and the
-aggregate refuses a second answer for the same pair. The deadline is read from the
-``Requested`` event, so a restart still times out on time.
+The protocol (every step's outcome is an event, so a restart resumes from the record):
+
+1. round 0: every council member proposes in parallel, each with its own sampling (temperature,
+   seed, persona: recorded in ProposalReceived);
+2. rounds 1..R-1: every agent that has a proposal critiques its peers' latest proposals
+   (CritiqueReceived, one per critic, with a rating per peer), then revises its own, shown its
+   peers' work and what they said about its own (ProposalRevised);
+3. scoring: every agent with a final proposal rates its peers' final proposals against the rubric
+   and requirements (PeerRatingsReceived); the runtime's executable checks (DEV: compile, lint)
+   and those ratings give each proposal's score (ProposalScored, checks in the CheckSuite shape);
+4. Completed names the winner and ranking from the recorded scores (the aggregate breaks ties by
+   a content hash, never by agent order); Failed with reasons when every agent failed.
+
+What is outstanding is always derived from the aggregate (its events), never from this process's
+memory: a restarted dispatcher re-runs only the calls without a recorded answer, and the aggregate
+refuses a second answer for the same (agent, round). The deadline is read from the ``Requested``
+event, so a restart still times out on time. A terminal event on the feed (a cancel from the API,
+a timeout recorded by another process) cancels the driver's in-flight agent work at once.
+
+With a ``WorkQueue`` several dispatcher processes share the work: every one follows the feed and
+offers each new deliberation to the queue, and drives only those the queue hands it (see
+``ports.WorkQueue``). Without one, this process drives every open deliberation.
 """
 
 from __future__ import annotations
@@ -14,7 +31,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
 from uuid import UUID
@@ -26,6 +43,7 @@ from agent_runtime.api import (
     AssessmentInput,
     Candidate,
     PeerProposal,
+    ReviewInput,
     Sampling,
 )
 from aggregates import (
@@ -35,8 +53,8 @@ from aggregates import (
     DeliberationClosedError,
     DuplicateProposalError,
 )
-from dispatchers.ports import DeliberationStore, EventFeed
-from dispatchers.sampling import council_sampling
+from dispatchers.councils import Councils
+from dispatchers.ports import Claim, DeliberationStore, EventFeed, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +75,15 @@ class DispatcherOptions:
     call_timeout_s: float = 120.0
     """Upper bound for one agent call (the deliberation's own deadline may end it sooner)."""
     model: str = ""
-    """The model name agents ask the endpoint for."""
+    """The model name agents ask the endpoint for (a council may name its own per agent)."""
     max_tokens: int = 384
+    peer_review: bool = True
+    """Agents rate each other's final proposals, and the ratings weigh in the score."""
+    councils: Councils = field(default_factory=Councils)
 
 
 class DeliberationDispatcher:
-    """Drives every open deliberation to a terminal state. Runs on one asyncio loop.
+    """Drives open deliberations to a terminal state. Runs on one asyncio loop.
 
     Lifecycle: ``await run()`` until ``await shutdown()``; or ``async with``.
     """
@@ -75,7 +96,8 @@ class DeliberationDispatcher:
         *,
         options: DispatcherOptions | None = None,
         clock: Callable[[], datetime] = utc_now,
-        sampling: Callable[[str, int, str], Sampling] = council_sampling,
+        sampling: Callable[[str, int, str], Sampling] | None = None,
+        work_queue: WorkQueue | None = None,
     ) -> None:
         self._store = store
         self._feed = feed
@@ -83,14 +105,20 @@ class DeliberationDispatcher:
         self._options = options or DispatcherOptions()
         self._clock = clock
         self._sampling = sampling
+        self._queue = work_queue
         self._active: dict[UUID, asyncio.Task[None]] = {}
+        self._claims: dict[UUID, Claim] = {}
         self._runner: asyncio.Task[None] | None = None
-        self._stopped = asyncio.Event()
+        self._claimer: asyncio.Task[None] | None = None
+        self.cancelled_drivers = 0
+        """Drivers stopped because a terminal event (e.g. a cancel) arrived on the feed."""
 
     @property
     def active(self) -> int:
         """Deliberations this process is driving now (the dispatcher's queue depth)."""
         return len(self._active)
+
+    # ------------------------------------------------------------------ following the feed
 
     async def run(self) -> None:
         """Recover open deliberations from the stream's history, then follow it live."""
@@ -103,16 +131,41 @@ class DeliberationDispatcher:
             elif isinstance(item.event, _TERMINAL_EVENTS):
                 open_ids.pop(item.event.originator_id, None)
             last = item.position
-        self._recover(list(open_ids))
+        if open_ids:
+            log.info("recovering %d open deliberation(s)", len(open_ids))
+        if self._queue is not None and self._claimer is None:
+            self._claimer = asyncio.create_task(self._take_claims(), name="dispatcher-claims")
+        for d_id in open_ids:
+            await self._new_work(d_id)
         async for item in self._feed.follow(after=last):
-            if isinstance(item.event, Deliberation.Requested):
-                self._spawn(item.event.originator_id)
+            event = item.event
+            if isinstance(event, Deliberation.Requested):
+                await self._new_work(event.originator_id)
+            elif isinstance(event, _TERMINAL_EVENTS):
+                self._stop_driver(event.originator_id)
 
-    def _recover(self, ids: list[UUID]) -> None:
-        if ids:
-            log.info("recovering %d open deliberation(s)", len(ids))
-        for d_id in ids:
+    async def _new_work(self, d_id: UUID) -> None:
+        if self._queue is None:
             self._spawn(d_id)
+        else:
+            await self._queue.offer(d_id)
+
+    async def _take_claims(self) -> None:
+        assert self._queue is not None
+        async for claim in self._queue.claims():
+            d_id = claim.deliberation_id
+            if d_id in self._active:  # redelivered to its owner: keep it, through the new delivery
+                self._claims[d_id] = claim
+                await claim.keep()
+                continue
+            self._claims[d_id] = claim
+            self._spawn(d_id)
+
+    def _stop_driver(self, d_id: UUID) -> None:
+        task = self._active.get(d_id)
+        if task is not None and not task.done():
+            self.cancelled_drivers += 1
+            task.cancel()
 
     def _spawn(self, d_id: UUID) -> None:
         if d_id in self._active:
@@ -123,8 +176,17 @@ class DeliberationDispatcher:
 
     def _finished(self, d_id: UUID, task: asyncio.Task[None]) -> None:
         self._active.pop(d_id, None)
+        claim = self._claims.pop(d_id, None)
+        if claim is not None and not (task.cancelled() and self._stopping):
+            # Done (or ended by a terminal event): the queue forgets it. On shutdown the claim
+            # is released instead (see shutdown), so another dispatcher takes it at once.
+            asyncio.get_running_loop().create_task(claim.done())
         if not task.cancelled() and task.exception() is not None:
             log.error("deliberation %s: driver failed", d_id, exc_info=task.exception())
+
+    _stopping = False
+
+    # ------------------------------------------------------------------ one deliberation
 
     async def _supervise(self, d_id: UUID) -> None:
         """Run the protocol until done or until the recorded deadline, whichever comes first."""
@@ -132,16 +194,36 @@ class DeliberationDispatcher:
         if d.is_terminal:
             return
         remaining = (d.deadline - self._clock()).total_seconds()
+        heartbeat = self._heartbeat(d_id)
         try:
             await asyncio.wait_for(self._drive(d_id), timeout=max(0.0, remaining))
         except TimeoutError:
             await self._time_out(d_id)
+        except DeliberationClosedError:
+            return  # closed by someone else (a cancel, another process's timeout)
         except Exception as e:
             # A bug or an infrastructure failure: the deliberation must still end, and say why.
             log.exception("deliberation %s: failed", d_id)
             reason = f"{type(e).__name__}: {e}"
             with contextlib.suppress(DeliberationClosedError):
                 await self._store.update(d_id, lambda d: d.fail(reason))
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+
+    def _heartbeat(self, d_id: UUID) -> asyncio.Task[None] | None:
+        claim = self._claims.get(d_id)
+        if claim is None or self._queue is None:
+            return None
+        period = max(self._queue.lease_s / 3, 0.05)
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(period)
+                with contextlib.suppress(Exception):
+                    await claim.keep()
+
+        return asyncio.create_task(beat(), name=f"heartbeat:{d_id}")
 
     async def _time_out(self, d_id: UUID) -> None:
         while True:
@@ -157,44 +239,76 @@ class DeliberationDispatcher:
     async def _drive(self, d_id: UUID) -> None:
         d = await self._store.update(d_id, _start)
         for round_no in range(d.rounds):
-            d = await self._store.get(d_id)
             if d.is_terminal:
                 return
-            peers = _latest(d, before_round=round_no)
-            await asyncio.gather(
-                *(self._turn(d, agent, round_no, peers) for agent in d.outstanding(round_no))
-            )
-        d = await self._store.get(d_id)
+            if round_no == 0:
+                await asyncio.gather(*(self._turn(d, a, 0) for a in d.outstanding(0)))
+            else:
+                if len(d.participants(round_no)) < 2:
+                    break  # nobody to learn from: the proposals stand
+                await self._critique_round(d_id, round_no)
+                d = await self._store.get(d_id)
+                done = d.answered(round_no)
+                await asyncio.gather(
+                    *(self._turn(d, a, round_no) for a in d.participants(round_no) if a not in done)
+                )
+            d = await self._store.get(d_id)
         if d.is_terminal:
             return
+        if self._options.peer_review and len(d.final_proposals()) >= 2:
+            raters = [a for a in d.final_proposals() if a not in d.rated()]
+            await asyncio.gather(*(self._review(d, a, "rate", d.rounds - 1) for a in raters))
+            d = await self._store.get(d_id)
+        await self._score_and_complete(d)
+
+    async def _critique_round(self, d_id: UUID, round_no: int) -> None:
+        d = await self._store.get(d_id)
+        critics = [a for a in d.participants(round_no) if a not in d.critiqued(round_no)]
+        await asyncio.gather(*(self._review(d, a, "critique", round_no) for a in critics))
+
+    async def _score_and_complete(self, d: Deliberation) -> None:
         final = d.final_proposals()
         unscored = {a: p for a, p in final.items() if p.score is None}
+        assessments = []
         if unscored:
             assessments = await self._runtime.assess(
                 AssessmentInput(
-                    deliberation_id=str(d_id),
+                    deliberation_id=str(d.id),
                     role=d.role.value,
                     task=d.task,
                     rubric=d.rubric,
                     requirements=tuple(d.requirements),
-                    candidates=tuple(Candidate(a, p.content) for a, p in sorted(unscored.items())),
+                    candidates=tuple(
+                        Candidate(a, p.content, tuple(d.ratings_of(a)))
+                        for a, p in sorted(unscored.items())
+                    ),
+                    peer_review=self._options.peer_review and len(final) >= 2,
                 )
             )
 
-            def record_scores(d: Deliberation) -> None:
-                for a in assessments:
-                    agent = AgentId(a.agent_id)
-                    if d.final_proposals()[agent].score is None:
-                        d.score(agent_id=agent, score=a.score, checks=list(a.checks))
+        def score_and_complete(d: Deliberation) -> None:
+            # One save: the scores and the decision land together (one atomic batch).
+            for a in assessments:
+                agent = AgentId(a.agent_id)
+                if d.final_proposals()[agent].score is None:
+                    d.score(agent_id=agent, score=a.score, checks=list(a.checks))
+            d.complete()
 
-            await self._store.update(d_id, record_scores)
-        with contextlib.suppress(DeliberationClosedError):
-            await self._store.update(d_id, lambda d: d.complete())
+        await self._store.update(d.id, score_and_complete)
 
-    async def _turn(
-        self, d: Deliberation, agent: AgentId, round_no: int, peers: dict[AgentId, str]
-    ) -> None:
+    # ------------------------------------------------------------------ agent calls
+
+    def _sampling_for(self, d: Deliberation, agent: AgentId) -> Sampling:
         index = d.agents.index(agent)
+        o = self._options
+        if self._sampling is not None:
+            base = self._sampling(d.role.value, index, o.model)
+            return Sampling(base.model, base.temperature, base.seed, base.persona, o.max_tokens)
+        return o.councils.sampling(d.role.value, index, o.model, o.max_tokens)
+
+    async def _turn(self, d: Deliberation, agent: AgentId, round_no: int) -> None:
+        peers = _latest(d, before_round=round_no)
+        critiques = tuple(rv.text for rv in d.critiques_of(agent, round_no) if rv.text)
         turn = AgentTurn(
             deliberation_id=str(d.id),
             agent_id=agent,
@@ -205,11 +319,9 @@ class DeliberationDispatcher:
             requirements=tuple(d.requirements),
             peers=tuple(PeerProposal(a, c) for a, c in sorted(peers.items()) if a != agent),
             own_previous=peers.get(agent, ""),
-            sampling=replace(
-                self._sampling(d.role.value, index, self._options.model),
-                max_tokens=self._options.max_tokens,
-            ),
+            sampling=self._sampling_for(d, agent),
             timeout_s=self._options.call_timeout_s,
+            critiques=critiques,
         )
         try:
             result = await self._runtime.run_turn(turn)
@@ -219,9 +331,28 @@ class DeliberationDispatcher:
         except Exception as e:  # an unexpected runtime error is still an agent failure, named
             await self._record_failure(d.id, agent, round_no, f"{type(e).__name__}: {e}")
             return
+        s = turn.sampling
+        if round_no == 0:
+            await self._record(
+                d.id,
+                lambda d: d.receive_proposal(
+                    agent_id=agent,
+                    round=0,
+                    content=result.content,
+                    model=result.model,
+                    tokens=result.completion_tokens,
+                    latency_ms=result.latency_ms,
+                    prompt_tokens=result.prompt_tokens,
+                    temperature=s.temperature,
+                    seed=s.seed,
+                    persona=s.persona,
+                ),
+            )
+            return
+        addressed = sorted({rv.reviewer for rv in d.critiques_of(agent, round_no)})
         await self._record(
             d.id,
-            lambda d: d.receive_proposal(
+            lambda d: d.revise_proposal(
                 agent_id=agent,
                 round=round_no,
                 content=result.content,
@@ -229,11 +360,73 @@ class DeliberationDispatcher:
                 tokens=result.completion_tokens,
                 latency_ms=result.latency_ms,
                 prompt_tokens=result.prompt_tokens,
-                temperature=turn.sampling.temperature,
-                seed=turn.sampling.seed,
-                persona=turn.sampling.persona,
+                temperature=s.temperature,
+                seed=s.seed,
+                persona=s.persona,
+                addressed=addressed,
             ),
         )
+
+    async def _review(self, d: Deliberation, agent: AgentId, purpose: str, round_no: int) -> None:
+        """A critique (before revising in ``round_no``) or the final rating, by ``agent``."""
+        if purpose == "critique":
+            peers = _latest(d, before_round=round_no)
+        else:
+            peers = {a: p.content for a, p in d.final_proposals().items()}
+        request = ReviewInput(
+            deliberation_id=str(d.id),
+            agent_id=agent,
+            role=d.role.value,
+            round=round_no,
+            purpose=purpose,
+            task=d.task,
+            rubric=d.rubric,
+            requirements=tuple(d.requirements),
+            candidates=tuple(Candidate(a, c) for a, c in sorted(peers.items()) if a != agent),
+            sampling=self._sampling_for(d, agent),
+            timeout_s=self._options.call_timeout_s,
+        )
+        record = Deliberation.receive_critique if purpose == "critique" else None
+        try:
+            result = await self._runtime.review(request)
+        except Exception as e:  # a failed review is recorded (neutral), never fatal
+            error = str(e) if isinstance(e, AgentTurnError) else f"{type(e).__name__}: {e}"
+            if record is not None:
+                await self._record(
+                    d.id,
+                    lambda d: d.receive_critique(
+                        agent_id=agent, round=round_no, reviews=[], error=error
+                    ),
+                )
+            else:
+                await self._record(
+                    d.id, lambda d: d.receive_ratings(agent_id=agent, reviews=[], error=error)
+                )
+            return
+        reviews = list(result.reviews)
+        if record is not None:
+            await self._record(
+                d.id,
+                lambda d: d.receive_critique(
+                    agent_id=agent,
+                    round=round_no,
+                    reviews=reviews,
+                    model=result.model,
+                    tokens=result.completion_tokens,
+                    latency_ms=result.latency_ms,
+                ),
+            )
+        else:
+            await self._record(
+                d.id,
+                lambda d: d.receive_ratings(
+                    agent_id=agent,
+                    reviews=reviews,
+                    model=result.model,
+                    tokens=result.completion_tokens,
+                    latency_ms=result.latency_ms,
+                ),
+            )
 
     async def _record_failure(self, d_id: UUID, agent: AgentId, round_no: int, error: str) -> None:
         await self._record(
@@ -246,13 +439,22 @@ class DeliberationDispatcher:
         except DuplicateProposalError:
             log.info("deliberation %s: duplicate answer ignored", d_id)
 
+    # ------------------------------------------------------------------ lifecycle
+
     async def shutdown(self) -> None:
-        """Cancel every driver and the follower. Idempotent. Work resumes on the next start."""
+        """Cancel every driver and hand claimed work back. Idempotent. Work resumes elsewhere
+        (or on the next start): what is outstanding is in the events."""
+        self._stopping = True
+        if self._claimer is not None:
+            self._claimer.cancel()
         tasks = list(self._active.values())
+        claims = list(self._claims.values())
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._stopped.set()
+        await asyncio.gather(*(c.release() for c in claims), return_exceptions=True)
+        if self._claimer is not None:
+            await asyncio.gather(self._claimer, return_exceptions=True)
 
     async def __aenter__(self) -> DeliberationDispatcher:
         self._runner = asyncio.create_task(self.run(), name="dispatcher")

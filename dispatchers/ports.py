@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from aggregates import Deliberation
+from aggregates import Deliberation, Plan
 
 T = TypeVar("T")
 
@@ -26,6 +26,10 @@ class FeedItem:
 
 
 class DeliberationStore(Protocol):
+    async def create(self, deliberation: Deliberation) -> tuple[Deliberation, bool]:
+        """Save a new deliberation; (the stored one, created?). Idempotent on the id."""
+        ...
+
     async def get(self, deliberation_id: UUID) -> Deliberation:
         """The aggregate replayed from the stream. Raises KeyError naming the id when unknown."""
         ...
@@ -46,3 +50,47 @@ class EventFeed(Protocol):
     def follow(self, after: int) -> AsyncIterator[FeedItem]:
         """Every event after ``after``, in commit order, then new ones as they land; forever."""
         ...
+
+
+class PlanStore(Protocol):
+    async def create_plan(self, plan: Plan) -> tuple[Plan, bool]:
+        """Save a newly approved plan; (the stored one, created?). Idempotent on the id."""
+        ...
+
+    async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
+        """Load, apply ``change``, save (retried on a concurrent writer)."""
+        ...
+
+
+class Claim(Protocol):
+    """One deliberation handed to this dispatcher by the work queue, until ``done``."""
+
+    @property
+    def deliberation_id(self) -> UUID: ...
+
+    async def keep(self) -> None:
+        """Still working on it (a heartbeat); without one the queue gives it to another."""
+        ...
+
+    async def done(self) -> None:
+        """Finished (terminal, or nothing to do): the queue forgets it."""
+        ...
+
+    async def release(self) -> None:
+        """Hand it back now (this dispatcher is stopping): another takes it at once."""
+        ...
+
+
+class WorkQueue(Protocol):
+    """Shares deliberations among dispatcher processes: each is driven by one at a time.
+
+    ``offer`` is idempotent (every dispatcher offers what it sees on the feed); ``claims``
+    yields what this dispatcher should drive. An owner that stops heart-beating (crashed)
+    loses its claims after ``lease_s``, and another dispatcher gets them.
+    """
+
+    lease_s: float
+
+    async def offer(self, deliberation_id: UUID) -> None: ...
+
+    def claims(self) -> AsyncIterator[Claim]: ...

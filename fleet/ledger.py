@@ -7,15 +7,23 @@ serve the gRPC API. The application's calls block on the event store, so they ru
 Writes to one aggregate are serialised per process by an asyncio lock (cheap, avoids conflict
 churn when three agents answer at once) and across processes by the store's optimistic
 concurrency: an IntegrityError reloads and re-applies the command.
+
+The store keeps the open aggregates it last saved (an LRU of ``cache_size``), so an update is one
+write instead of a replay plus a write. That is safe with other writers because every save is
+checked against the stream (optimistic concurrency): an aggregate someone else changed fails to
+save, is dropped, reloaded and the command re-applied. Readers get a copy, never the cached
+object (an update in a worker thread may be changing it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from uuid import UUID
@@ -23,7 +31,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from aggregates import Deliberation
+from aggregates import Deliberation, Plan
 from dispatchers.ports import FeedItem
 from fleet.application import FleetApplication
 
@@ -40,12 +48,22 @@ class DeliberationNotFoundError(KeyError):
         return str(self.args[0]) if self.args else "deliberation not found"
 
 
+class PlanNotFoundError(KeyError):
+    """No plan with this id was ever approved."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "plan not found"
+
+
 class ApplicationDeliberationStore:
     """Loads, changes and saves Deliberation aggregates. Use from one asyncio loop."""
 
-    def __init__(self, app: FleetApplication) -> None:
+    def __init__(self, app: FleetApplication, *, cache_size: int = 4096) -> None:
         self._app = app
         self._locks: weakref.WeakValueDictionary[UUID, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._cache: OrderedDict[UUID, Any] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
 
     def _lock(self, d_id: UUID) -> asyncio.Lock:
         lock = self._locks.get(d_id)
@@ -55,7 +73,21 @@ class ApplicationDeliberationStore:
         return lock
 
     async def get(self, deliberation_id: UUID, version: int | None = None) -> Deliberation:
+        if version is None:
+            cached = self._cached(deliberation_id)
+            if isinstance(cached, Deliberation):
+                return cached
         return await asyncio.to_thread(self._get, deliberation_id, version)
+
+    def _cached(self, aggregate_id: UUID) -> Any:
+        with self._cache_lock:
+            agg = self._cache.get(aggregate_id)
+            return None if agg is None else copy.deepcopy(agg)
+
+    def forget(self, aggregate_id: UUID) -> None:
+        """Drop a cached aggregate (e.g. another process changed it)."""
+        with self._cache_lock:
+            self._cache.pop(aggregate_id, None)
 
     def _get(self, d_id: UUID, version: int | None = None) -> Deliberation:
         try:
@@ -88,10 +120,61 @@ class ApplicationDeliberationStore:
             raise IntegrityError(msg)
 
     def _update(self, d_id: UUID, change: Callable[[Deliberation], T]) -> T:
-        d = self._get(d_id)
-        result = change(d)
-        self._app.save(d)
+        return self._update_any(d_id, change, self._get)
+
+    def _update_any(
+        self, agg_id: UUID, change: Callable[[Any], T], load: Callable[[UUID], Any]
+    ) -> T:
+        with self._cache_lock:
+            agg = self._cache.pop(agg_id, None)
+        if agg is None:
+            agg = load(agg_id)
+        # Popped: if the command or the save fails, the object (maybe half-changed) is dropped.
+        result = change(agg)
+        self._app.save(agg)
+        if not getattr(agg, "is_terminal", False):
+            with self._cache_lock:
+                self._cache[agg_id] = agg
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        if result is agg:
+            return copy.deepcopy(result)  # type: ignore[no-any-return]
         return result
+
+    # ------------------------------------------------------------------ plans
+
+    async def create_plan(self, plan: Plan) -> tuple[Plan, bool]:
+        """Save a newly approved plan. Returns (the stored one, created?): idempotent on the id."""
+        async with self._lock(plan.id):
+            try:
+                await asyncio.to_thread(self._app.save, plan)
+                return plan, True
+            except IntegrityError:
+                return await asyncio.to_thread(self._get_plan, plan.id), False
+
+    async def get_plan(self, plan_id: UUID) -> Plan:
+        return await asyncio.to_thread(self._get_plan, plan_id)
+
+    def _get_plan(self, plan_id: UUID) -> Plan:
+        try:
+            p = self._app.repository.get(plan_id)
+        except AggregateNotFoundError:
+            raise PlanNotFoundError(f"Plan {plan_id} not found") from None
+        if not isinstance(p, Plan):
+            raise PlanNotFoundError(f"Aggregate {plan_id} is not a plan")
+        return p
+
+    async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
+        async with self._lock(plan_id):
+            for attempt in range(_CONFLICT_RETRIES):
+                try:
+                    return await asyncio.to_thread(
+                        self._update_any, plan_id, change, self._get_plan
+                    )
+                except IntegrityError:
+                    await asyncio.sleep(0.005 * (attempt + 1))
+            msg = f"Plan {plan_id}: {_CONFLICT_RETRIES} write conflicts in a row"
+            raise IntegrityError(msg)
 
     async def history(self, deliberation_id: UUID) -> list[Any]:
         """Every stored event of one deliberation, oldest first (domain events)."""

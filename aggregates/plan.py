@@ -1,0 +1,141 @@
+"""The Plan aggregate: a plan the planning service approved, and the deliberations it spawned.
+
+``Plan.approve`` records ``Approved`` with the plan's own content (description and tasks), so the
+deliberations it spawns can carry that content in their task text; ``DeliberationsRequested``
+records that the plan dispatcher created them (their task ids derive from plan and role), so a
+restarted dispatcher knows the plan is done without re-deriving it. The id derives from the
+planning service's ``plan_id``: approving the same plan twice is the same aggregate.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from eventsourcing.domain import Aggregate, event
+
+from aggregates.errors import InvalidDeliberationError
+from aggregates.ids import plan_deliberation_task_id, plan_id_of
+from aggregates.values import MAX_TASK_BYTES, Role
+
+DEFAULT_PLAN_ROLES: tuple[Role, ...] = (Role.ARCHITECT, Role.DEV, Role.QA)
+"""Roles a plan deliberates on when the approval names none."""
+
+MAX_TASKS = 200
+
+
+class Plan(Aggregate):
+    """An approved plan of one story. Guards in ``approve``; mutators only change state."""
+
+    class Approved(Aggregate.Created):
+        plan_id: str
+        story_id: str
+        roles: list[str]
+        description: str
+        tasks: list[str]
+        approved_by: str
+        approved_at: datetime
+        metadata: dict[str, str]
+
+    class DeliberationsRequested(Aggregate.Event):
+        """The plan dispatcher created one deliberation per role (these task ids)."""
+
+        task_ids: list[str]
+
+    @classmethod
+    def approve(
+        cls,
+        *,
+        plan_id: str,
+        story_id: str,
+        approved_by: str = "",
+        approved_at: datetime,
+        roles: list[str] | None = None,
+        description: str = "",
+        tasks: list[str] | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> Plan:
+        """Validate an approval and create the aggregate.
+
+        Raises:
+            InvalidDeliberationError: no plan_id or story_id, an unknown role, too many tasks.
+        """
+        if not plan_id.strip():
+            raise InvalidDeliberationError("plan_id", "must not be empty")
+        if not story_id.strip():
+            raise InvalidDeliberationError("story_id", "must not be empty")
+        parsed = [Role.parse(r).value for r in (roles or []) if str(r).strip()]
+        chosen = list(dict.fromkeys(parsed)) or [r.value for r in DEFAULT_PLAN_ROLES]
+        task_list = [t.strip() for t in (tasks or []) if t and t.strip()]
+        if len(task_list) > MAX_TASKS:
+            raise InvalidDeliberationError("tasks", f"{len(task_list)} tasks; at most {MAX_TASKS}")
+        return cls._create(
+            cls.Approved,
+            id=plan_id_of(plan_id),
+            plan_id=plan_id.strip(),
+            story_id=story_id.strip(),
+            roles=chosen,
+            description=description.strip(),
+            tasks=task_list,
+            approved_by=approved_by,
+            approved_at=approved_at,
+            metadata=dict(metadata or {}),
+        )
+
+    @event(Approved)
+    def __init__(
+        self,
+        *,
+        plan_id: str,
+        story_id: str,
+        roles: list[str],
+        description: str,
+        tasks: list[str],
+        approved_by: str,
+        approved_at: datetime,
+        metadata: dict[str, str],
+    ) -> None:
+        self.plan_id = plan_id
+        self.story_id = story_id
+        self.roles = [Role(r) for r in roles]
+        self.description = description
+        self.tasks = list(tasks)
+        self.approved_by = approved_by
+        self.approved_at = approved_at
+        self.metadata = dict(metadata)
+        self.requested_task_ids: list[str] = []
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def dispatched(self) -> bool:
+        return bool(self.requested_task_ids)
+
+    def task_ids(self) -> list[str]:
+        """The task ids of the deliberations this plan spawns, one per role, in role order."""
+        return [plan_deliberation_task_id(self.plan_id, r.value) for r in self.roles]
+
+    def task_for(self, role: Role) -> str:
+        """The task text of ``role``'s deliberation: the plan's own description and tasks."""
+        lines = [f"Story {self.story_id}, approved plan {self.plan_id}: the {role.value} part."]
+        if self.description:
+            lines += ["", self.description]
+        if self.tasks:
+            lines += ["", "Tasks:", *(f"{i}. {t}" for i, t in enumerate(self.tasks, start=1))]
+        lines += ["", f"Give the {role.value} proposal for this plan."]
+        text = "\n".join(lines)
+        raw = text.encode()
+        if len(raw) > MAX_TASK_BYTES:  # a huge plan: keep its head rather than refuse the role
+            text = raw[: MAX_TASK_BYTES - 16].decode(errors="ignore") + "\n[...]"
+        return text
+
+    # ------------------------------------------------------------------ commands
+
+    def mark_requested(self, task_ids: list[str]) -> None:
+        """Record that the deliberations exist. Idempotent."""
+        if self.requested_task_ids:
+            return
+        self._deliberations_requested(task_ids=list(task_ids))
+
+    @event(DeliberationsRequested)
+    def _deliberations_requested(self, task_ids: list[str]) -> None:
+        self.requested_task_ids = list(task_ids)

@@ -1,0 +1,245 @@
+"""Plans become deliberations: PlanApproved → one DeliberationRequested per role.
+
+Two halves, both pure policy (the NATS consumer and the gRPC method live in ``fleet/``):
+
+* ``parse_plan_approval`` reads a ``planning.plan.approved`` body (the planning service's JSON:
+  story_id, plan_id, approved_by, timestamp, roles[] optional, and often more, e.g. ceremony_id,
+  tasks_created; unknown fields are tolerated). A body that is not JSON, not an object, or lacks
+  plan_id/story_id raises ``BadPlanMessage`` with the reason: it is a bad message, never turned
+  into a fake event. ``approve_plan`` records it on the Plan aggregate (idempotent on plan_id).
+* ``PlanDispatcher`` follows the event feed; for each approved plan it requests one deliberation
+  per role, its task text carrying the plan's own description and tasks, with task ids from
+  ``plan_deliberation_task_id(plan_id, role)``, so a redelivered approval (or two dispatchers, or
+  a restart) starts nothing twice. ``DeliberationsRequested`` on the plan records that it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Protocol
+from uuid import UUID
+
+from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
+from dispatchers.ports import DeliberationStore, EventFeed, PlanStore
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "BadPlanMessage",
+    "PlanApproval",
+    "PlanDispatcher",
+    "PlanOptions",
+    "approve_plan",
+    "parse_plan_approval",
+]
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class BadPlanMessage(ValueError):
+    """A plan approval that can never be processed; the message says why."""
+
+
+@dataclass(frozen=True)
+class PlanApproval:
+    plan_id: str
+    story_id: str
+    approved_by: str = ""
+    approved_at: datetime | None = None
+    roles: tuple[str, ...] = ()
+    description: str = ""
+    tasks: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _task_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item.strip()
+    if isinstance(item, Mapping):
+        title = _text(item.get("title") or item.get("name") or item.get("id"))
+        body = _text(item.get("description") or item.get("summary"))
+        return f"{title}: {body}" if title and body else title or body
+    return ""
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value  # epoch ms or s
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    if isinstance(value, str) and value.strip():
+        try:
+            t = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return t if t.tzinfo else t.replace(tzinfo=UTC)
+    return None
+
+
+def parse_plan_approval(body: bytes) -> PlanApproval:
+    """The approval a ``planning.plan.approved`` body carries.
+
+    Content is taken from whichever of the planning service's fields are present: ``description``
+    (or ``summary``/``title``), ``tasks`` or ``tasks_created`` when it is a list (strings, or
+    objects with title/description); scalar extras (ceremony_id, a task count, …) go to metadata.
+
+    Raises:
+        BadPlanMessage: not JSON, not an object, too large, plan_id or story_id missing, or a
+            roles field that is not a list of strings.
+    """
+    if len(body) > MAX_BODY_BYTES:
+        raise BadPlanMessage(f"body is {len(body)} bytes; at most {MAX_BODY_BYTES}")
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadPlanMessage(f"body is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise BadPlanMessage(f"body is a JSON {type(data).__name__}, not an object")
+    plan_id, story_id = _text(data.get("plan_id")), _text(data.get("story_id"))
+    if not plan_id or not story_id:
+        missing = [k for k, v in (("plan_id", plan_id), ("story_id", story_id)) if not v]
+        raise BadPlanMessage(f"missing {' and '.join(missing)}")
+    roles = data.get("roles") or []
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise BadPlanMessage("roles must be a list of strings")
+    tasks_raw: list[Any] = []
+    for key in ("tasks", "tasks_created"):
+        if isinstance(data.get(key), list):
+            tasks_raw = data[key]
+            break
+    known = {"plan_id", "story_id", "approved_by", "timestamp", "roles", "tasks", "description"}
+    metadata = {
+        str(k): str(v)
+        for k, v in data.items()
+        if k not in known and isinstance(v, str | int | float | bool)
+    }
+    return PlanApproval(
+        plan_id=plan_id,
+        story_id=story_id,
+        approved_by=_text(data.get("approved_by")),
+        approved_at=_timestamp(data.get("timestamp")),
+        roles=tuple(r.strip() for r in roles if r.strip()),
+        description=_text(data.get("description") or data.get("summary") or data.get("title")),
+        tasks=tuple(t for t in (_task_text(x) for x in tasks_raw) if t),
+        metadata=metadata,
+    )
+
+
+async def approve_plan(
+    store: PlanStore, approval: PlanApproval, *, now: datetime
+) -> tuple[Plan, bool]:
+    """Record the approval on the Plan aggregate. Returns (plan, created?); idempotent.
+
+    Raises:
+        InvalidDeliberationError: an unknown role (or an empty id), naming the field.
+    """
+    plan = Plan.approve(
+        plan_id=approval.plan_id,
+        story_id=approval.story_id,
+        approved_by=approval.approved_by,
+        approved_at=approval.approved_at or now,
+        roles=list(approval.roles),
+        description=approval.description,
+        tasks=list(approval.tasks),
+        metadata=dict(approval.metadata),
+    )
+    return await store.create_plan(plan)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    num_agents: int = 3
+    rounds: int = 1
+    timeout_seconds: int = 300
+
+
+class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
+    async def get_plan(self, plan_id: UUID) -> Plan: ...
+
+
+class PlanDispatcher:
+    """Requests the deliberations of every approved plan. Loop affinity: one asyncio loop.
+
+    Lifecycle: ``await run()``; or ``async with``.
+    """
+
+    def __init__(
+        self,
+        store: PlanDeliberationStore,
+        feed: EventFeed,
+        *,
+        options: PlanOptions | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
+    ) -> None:
+        self._store = store
+        self._feed = feed
+        self._options = options or PlanOptions()
+        self._clock = clock
+        self._runner: asyncio.Task[None] | None = None
+        self.plans_dispatched = 0
+
+    async def run(self) -> None:
+        pending: dict[UUID, None] = {}
+        last = 0
+        async for item in self._feed.history(after=0):
+            if isinstance(item.event, Plan.Approved):
+                pending[item.event.originator_id] = None
+            elif isinstance(item.event, Plan.DeliberationsRequested):
+                pending.pop(item.event.originator_id, None)
+            last = item.position
+        for plan_id in pending:
+            await self._dispatch(plan_id)
+        async for item in self._feed.follow(after=last):
+            if isinstance(item.event, Plan.Approved):
+                await self._dispatch(item.event.originator_id)
+
+    async def _dispatch(self, plan_id: UUID) -> None:
+        try:
+            plan = await self._store.get_plan(plan_id)
+            if plan.dispatched:
+                return
+            now = self._clock()
+            o = self._options
+            for role, task_id in zip(plan.roles, plan.task_ids(), strict=True):
+                d = Deliberation.request(
+                    task_id=task_id,
+                    task=plan.task_for(Role(role)),
+                    role=role,
+                    num_agents=o.num_agents,
+                    rounds=o.rounds,
+                    requested_at=now,
+                    timeout_seconds=o.timeout_seconds,
+                    metadata={"source": "plan", **dict(plan.metadata)},
+                    plan_id=plan.plan_id,
+                    story_id=plan.story_id,
+                    requested_by=plan.approved_by or "planning",
+                )
+                await self._store.create(d)  # idempotent: the id derives from (plan, role)
+            await self._store.update_plan(plan_id, lambda p: p.mark_requested(p.task_ids()))
+            self.plans_dispatched += 1
+            log.info("plan %s: requested %d deliberation(s)", plan.plan_id, len(plan.roles))
+        except InvalidDeliberationError:
+            log.exception("plan %s: cannot request its deliberations", plan_id)
+
+    async def __aenter__(self) -> PlanDispatcher:
+        self._runner = asyncio.create_task(self.run(), name="plan-dispatcher")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)

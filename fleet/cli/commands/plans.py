@@ -1,0 +1,45 @@
+"""``fleet approve-plan <plan_id> --story S [--role R …] [--task T …]``: approve a plan, which
+starts one deliberation per role (as a ``planning.plan.approved`` message would)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from fleet.cli._common import add_client_options, client, console
+
+
+def register(sub: Any) -> None:
+    c = sub.add_parser("approve-plan", help="approve a plan: one deliberation per role")
+    add_client_options(c)
+    c.add_argument("plan_id")
+    c.add_argument("--story", required=True, help="the story the plan belongs to")
+    c.add_argument("--role", action="append", default=[], help="a role (repeat); default set")
+    c.add_argument("--task", action="append", default=[], help="a task of the plan (repeat)")
+    c.add_argument("--description", default="", help="what the plan is about")
+    c.add_argument("--approved-by", default="", help="who approved it")
+    c.set_defaults(fn=cmd_approve_plan)
+
+
+async def cmd_approve_plan(args: argparse.Namespace) -> None:
+    from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+
+    req = pb.ApprovePlanRequest(
+        plan_id=args.plan_id,
+        story_id=args.story,
+        approved_by=args.approved_by,
+        roles=args.role,
+        description=args.description,
+        tasks=args.task,
+    )
+    async with client(args) as c:
+        resp = await c.stub.ApprovePlan(req, metadata=c._md)
+    if args.json:
+        out = {"plan_id": resp.plan_id, "task_ids": list(resp.task_ids), "created": resp.created}
+        print(json.dumps(out))
+        return
+    state = "approved" if resp.created else "already approved"
+    console.print(f"plan [bold]{resp.plan_id}[/] {state}; deliberations:")
+    for t in resp.task_ids:
+        console.print(f"  {t}")

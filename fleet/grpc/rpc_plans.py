@@ -1,0 +1,43 @@
+"""ApprovePlan: record a plan's approval (as the ``planning.plan.approved`` consumer does).
+
+The Plan aggregate records ``Approved`` (idempotent on plan_id); the plan dispatcher then requests
+one deliberation per role. The response names their task ids at once (they derive from plan and
+role), so a caller can watch them before they exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from dispatchers.plans import PlanApproval, approve_plan
+from fleet.grpc._errors import translated
+from fleet.grpc._services import ApiServices
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+
+class PlanRpcs:
+    services: ApiServices
+
+    @translated
+    async def ApprovePlan(
+        self, request: pb.ApprovePlanRequest, context: Ctx
+    ) -> pb.ApprovePlanResponse:
+        """INVALID_ARGUMENT naming the field for an empty plan_id/story_id or an unknown role."""
+        approval = PlanApproval(
+            plan_id=request.plan_id,
+            story_id=request.story_id,
+            approved_by=request.approved_by,
+            roles=tuple(request.roles),
+            description=request.description,
+            tasks=tuple(request.tasks),
+            metadata=dict(request.metadata),
+        )
+        s = self.services
+        plan, created = await approve_plan(s.store, approval, now=s.clock())  # type: ignore[arg-type]
+        return pb.ApprovePlanResponse(
+            plan_id=plan.plan_id, task_ids=plan.task_ids(), created=created
+        )

@@ -1,0 +1,161 @@
+"""Work sharing among dispatcher processes: a JetStream work queue of deliberation notices.
+
+Every dispatcher follows the whole event feed (cheap) but must not drive every deliberation.
+Each new deliberation gets one *notice* on ``fleet.work.deliberation.<id>`` in the ``FLEET_WORK``
+stream (work-queue retention; at most one message per subject, extra ones refused), and one
+durable pull consumer, shared by every dispatcher, hands each notice to exactly one of them:
+
+* every dispatcher offers every deliberation it sees requested (and, on start, every open one):
+  the subject limit (``discard_new_per_subject``) and ``Nats-Msg-Id`` make the offers idempotent,
+  so a crash between saving the event and offering it is covered by the next dispatcher's offer;
+* the owner heart-beats (``in_progress``) every ``lease_s / 3`` while it drives the deliberation
+  and acks the notice when the deliberation is terminal (the stream then forgets it);
+* an owner that dies stops heart-beating: after ``lease_s`` (the consumer's ack wait) JetStream
+  redelivers the notice to another dispatcher, which derives what is outstanding from the events;
+* an owner that stops cleanly naks its notices, so another takes them at once.
+
+A pause longer than the lease (a stalled loop) can hand a notice to a second dispatcher while the
+first still works; the aggregate still records one answer per (agent, round), so the cost is a
+repeated call, never a repeated fact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from uuid import UUID
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
+from nats.js.errors import APIError, BadRequestError
+
+log = logging.getLogger(__name__)
+
+WORK_SUBJECT_PREFIX = "fleet.work.deliberation"
+
+
+class JetStreamClaim:
+    """One notice this dispatcher holds."""
+
+    def __init__(self, msg: Msg, deliberation_id: UUID) -> None:
+        self._msg = msg
+        self._id = deliberation_id
+
+    @property
+    def deliberation_id(self) -> UUID:
+        return self._id
+
+    async def keep(self) -> None:
+        await self._msg.in_progress()
+
+    async def done(self) -> None:
+        with contextlib.suppress(Exception):  # already acked, or the connection is closing
+            await self._msg.ack()
+
+    async def release(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._msg.nak()
+
+
+class JetStreamWorkQueue:
+    """The ``dispatchers.ports.WorkQueue`` on JetStream. Loop affinity: the loop that connected.
+
+    Args:
+        nc: connected NATS client (closed by ``close`` when ``owns_connection``).
+        stream: the work stream's name (one per Fleet installation: per event stream).
+        lease_s: how long a silent owner keeps its notices (the consumer's ack wait).
+    """
+
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        stream: str = "FLEET_WORK",
+        durable: str = "fleet-dispatchers",
+        lease_s: float = 10.0,
+        owns_connection: bool = False,
+    ) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+        self.stream = stream
+        self.subject_prefix = f"{WORK_SUBJECT_PREFIX}.{stream.lower()}"
+        self._durable = durable
+        self.lease_s = lease_s
+        self._owns = owns_connection
+        self._ready = False
+        self.offered = 0
+
+    @classmethod
+    async def connect(cls, url: str, **kwargs: object) -> JetStreamWorkQueue:
+        nc = await nats.connect(url, name="fleet-work-queue", max_reconnect_attempts=-1)
+        q = cls(nc, owns_connection=True, **kwargs)  # type: ignore[arg-type]
+        await q.ensure()
+        return q
+
+    async def ensure(self) -> None:
+        """Create the work stream when absent (the same config twice is a no-op)."""
+        if self._ready:
+            return
+        config = StreamConfig(
+            name=self.stream,
+            subjects=[f"{self.subject_prefix}.*"],
+            retention=RetentionPolicy.WORK_QUEUE,
+            max_msgs_per_subject=1,
+            discard=DiscardPolicy.NEW,
+            discard_new_per_subject=True,
+            duplicate_window=120.0,
+        )
+        try:
+            await self._js.add_stream(config)
+        except BadRequestError as e:  # created by another process with the same name
+            log.debug("work stream %s: %s", self.stream, e)
+        self._ready = True
+
+    def _subject(self, d_id: UUID) -> str:
+        return f"{self.subject_prefix}.{d_id.hex}"
+
+    async def offer(self, deliberation_id: UUID) -> None:
+        """Put a notice for the deliberation on the queue unless one is already there."""
+        await self.ensure()
+        try:
+            await self._js.publish(
+                self._subject(deliberation_id),
+                deliberation_id.hex.encode(),
+                headers={"Nats-Msg-Id": f"work:{deliberation_id.hex}"},
+            )
+            self.offered += 1
+        except APIError as e:
+            # 10077: a notice for this deliberation is already queued (discard new per subject).
+            if e.err_code != 10077:
+                raise
+
+    async def claims(self) -> AsyncIterator[JetStreamClaim]:
+        await self.ensure()
+        sub = await self._js.pull_subscribe(
+            f"{self.subject_prefix}.*",
+            durable=self._durable,
+            stream=self.stream,
+            config=ConsumerConfig(ack_wait=self.lease_s, max_deliver=-1, max_ack_pending=10_000),
+        )
+        while True:
+            try:
+                msgs = await sub.fetch(batch=64, timeout=1.0)
+            except TimeoutError:
+                continue
+            for msg in msgs:
+                try:
+                    d_id = UUID(hex=msg.subject.rsplit(".", 1)[-1])
+                except ValueError:
+                    log.warning("work queue: dropping notice on %s", msg.subject)
+                    await msg.term()
+                    continue
+                yield JetStreamClaim(msg, d_id)
+
+    async def close(self) -> None:
+        if self._owns and not self._nc.is_closed:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._nc.drain(), 5.0)

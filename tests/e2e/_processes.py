@@ -1,0 +1,71 @@
+"""Fleet processes for multi-process tests: `fleet up --components …` children on one nats-server.
+
+Each child gets its own data dir and is stopped (or SIGKILLed) by the test that started it;
+``stop_all`` ends whatever is left, by process id only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FLEET = str(Path(sys.executable).with_name("fleet"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+class FleetProcess:
+    def __init__(self, data_dir: Path, components: str, env: dict[str, str]) -> None:
+        self.data_dir = data_dir
+        self.components = components
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.log = open(data_dir / "fleet.log", "ab")  # closed in stop()
+        full = {**os.environ, **env, "FLEET_DATA_DIR": str(data_dir)}
+        full["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), full.get("PYTHONPATH")) if p)
+        (data_dir / "run.json").unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [FLEET, "up", "--components", components, "--data-dir", str(data_dir)],
+            env=full,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> dict[str, str]:
+        deadline = time.monotonic() + timeout
+        run = self.data_dir / "run.json"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.components} exited: {self.tail()}")
+            if run.exists():
+                try:
+                    data: dict[str, str] = json.loads(run.read_text())
+                    return data
+                except ValueError:
+                    pass
+            time.sleep(0.1)
+        raise AssertionError(f"{self.components} not ready in {timeout} s: {self.tail()}")
+
+    def tail(self) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        return (self.data_dir / "fleet.log").read_text(errors="replace")[-3000:]
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up, no goodbye (what a crash looks like)."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()

@@ -1,0 +1,138 @@
+"""SIGKILL the dispatcher mid-deliberation (during round 0, then during a later round), restart
+it: what is outstanding is derived from the events and re-dispatched, no (agent, round) answer is
+recorded twice, and every deliberation reaches a terminal state.
+
+The dispatcher is a real child process (``fleet up --components dispatcher``) on a real
+nats-server; the endpoint is the load generator with a delay (it stands in for a slow model and
+claims nothing about quality). The test process only requests deliberations and reads events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from aggregates import Deliberation, deliberation_id
+from fleet.application import FleetApplication
+from fleet.embedded.loadgen import LoadGenServer
+from fleet.ledger import ApplicationDeliberationStore
+from tests.e2e._processes import FleetProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+N = 3
+
+
+def dispatcher_env(nats_url: str, stream: str, llm_url: str) -> dict[str, str]:
+    return {
+        "NATS_URL": nats_url,
+        "FLEET_STREAM": stream,
+        "FLEET_VLLM_URL": llm_url,
+        "FLEET_VLLM_MODEL": "loadgen",
+        "FLEET_AGENT_RUNTIME": "local",
+        "FLEET_WORK_LEASE": "2",
+        "FLEET_CACHE": "off",
+        "FLEET_PLAN_CONSUMER": "off",
+    }
+
+
+def count(events: list[object], kind: type) -> int:
+    return sum(isinstance(e, kind) for e in events)
+
+
+async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+) -> None:
+    stream = nats_env["NATS_STREAM"]
+    app = await asyncio.to_thread(FleetApplication, nats_env)
+    store = ApplicationDeliberationStore(app)
+    async with LoadGenServer("instant", delay_s=1.0) as lg:
+        env = dispatcher_env(nats_url, stream, lg.url)
+        procs = [FleetProcess(tmp_path / "d1", "dispatcher", env)]
+        await asyncio.to_thread(procs[0].wait_ready)
+        tasks = [f"recover-{uuid.uuid4().hex[:6]}-{i}" for i in range(N)]
+        ids = [deliberation_id(t) for t in tasks]
+        for t in tasks:
+            await store.create(
+                Deliberation.request(
+                    task_id=t,
+                    task="Write a Python function that returns the n-th Fibonacci number",
+                    role="DEV",
+                    num_agents=3,
+                    rounds=2,
+                    requested_at=datetime.now(tz=UTC),
+                    timeout_seconds=120,
+                )
+            )
+
+        async def events(d_id: uuid.UUID) -> list[object]:
+            return list(await store.history(d_id))
+
+        # 1. kill during round 0: calls are in flight, nothing or part of round 0 recorded
+        await _until(lambda: lg.counters.calls >= 3)
+        procs[0].kill()
+        round0 = [count(await events(i), Deliberation.ProposalReceived) for i in ids]
+        assert sum(round0) < 3 * N, "round 0 finished before the kill: make the delay longer"
+
+        # 2. restart; kill again once a later round is under way
+        procs.append(FleetProcess(tmp_path / "d2", "dispatcher", env))
+        await asyncio.to_thread(procs[-1].wait_ready)
+
+        async def in_round_1() -> bool:
+            evs = [await events(i) for i in ids]
+            return any(count(e, Deliberation.CritiqueReceived) for e in evs)
+
+        await _until(in_round_1, timeout=60)
+        procs[-1].kill()
+        finished = [count(await events(i), Deliberation.Completed) for i in ids]
+        assert sum(finished) < N, "all done before the second kill"
+
+        # 3. a third start finishes everything
+        procs.append(FleetProcess(tmp_path / "d3", "dispatcher", env))
+        await asyncio.to_thread(procs[-1].wait_ready)
+
+        async def all_terminal() -> bool:
+            return all([(await store.get(i)).is_terminal for i in ids])
+
+        try:
+            await _until(all_terminal, timeout=90)
+        finally:
+            for p in procs:
+                p.stop()
+    for d_id in ids:
+        d = await store.get(d_id)
+        assert d.status.value == "COMPLETED", (d.status, d.reason, procs[-1].tail())
+        evs = await events(d_id)
+        answers = collections.Counter(
+            (e.agent_id, e.round)  # type: ignore[attr-defined]
+            for e in evs
+            if isinstance(e, Deliberation.ProposalReceived | Deliberation.AgentFailed)
+        )
+        assert set(answers.values()) == {1} and len(answers) == 6  # 3 agents x 2 rounds, once
+        critiques = collections.Counter(
+            (e.agent_id, e.round)
+            for e in evs
+            if isinstance(e, Deliberation.CritiqueReceived)  # type: ignore[attr-defined]
+        )
+        assert set(critiques.values()) == {1} and len(critiques) == 3
+        assert count(evs, Deliberation.PeerRatingsReceived) == 3
+        assert count(evs, Deliberation.Completed) == 1
+    app.close()
+
+
+async def _until(check: object, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        result = check()  # type: ignore[operator]
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition never held")

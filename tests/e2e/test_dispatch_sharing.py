@@ -1,0 +1,98 @@
+"""Two API processes and two dispatcher processes on one nats-server and one Valkey: clients
+spread over both APIs see the same results, and no deliberation is dispatched twice (the work
+queue hands each to one dispatcher; the load generator counts every agent call it gets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from pathlib import Path
+
+import pytest
+
+from aggregates import Deliberation, deliberation_id
+from fleet.application import FleetApplication
+from fleet.client import FleetClient
+from fleet.embedded._process import free_port
+from fleet.embedded.loadgen import LoadGenServer
+from fleet.embedded.valkey import ValkeyServer
+from fleet.ledger import ApplicationDeliberationStore
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from tests.e2e._processes import FleetProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+N = 8
+
+
+async def test_two_apis_and_two_dispatchers_share_the_work(
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str], valkey_server: ValkeyServer
+) -> None:
+    async with LoadGenServer("instant", delay_s=0.2) as lg:
+        base = {
+            "NATS_URL": nats_url,
+            "FLEET_STREAM": nats_env["NATS_STREAM"],
+            "FLEET_VALKEY_URL": valkey_server.url,
+            "FLEET_KEY_PREFIX": f"share-{nats_env['NATS_STREAM'].lower()}",
+            "FLEET_VLLM_URL": lg.url,
+            "FLEET_VLLM_MODEL": "loadgen",
+            "FLEET_AGENT_RUNTIME": "local",
+            "FLEET_PLAN_CONSUMER": "off",
+        }
+        procs = [
+            FleetProcess(
+                tmp_path / "api1", "api,projectors", {**base, "FLEET_GRPC_PORT": str(free_port())}
+            ),
+            FleetProcess(tmp_path / "api2", "api", {**base, "FLEET_GRPC_PORT": str(free_port())}),
+            FleetProcess(tmp_path / "disp1", "dispatcher", base),
+            FleetProcess(tmp_path / "disp2", "dispatcher", base),
+        ]
+        try:
+            runs = [await asyncio.to_thread(p.wait_ready, 90) for p in procs]
+            apis = [runs[0]["grpc"], runs[1]["grpc"]]
+            async with FleetClient(apis[0]) as c1, FleetClient(apis[1]) as c2:
+                clients = [c1, c2]
+                tasks = [f"share-{i}" for i in range(N)]
+                await asyncio.gather(
+                    *(
+                        clients[i % 2].deliberate(
+                            "Write a Python function that returns the n-th Fibonacci number",
+                            task_id=t,
+                            num_agents=3,
+                            rounds=1,
+                            timeout_seconds=60,
+                        )
+                        for i, t in enumerate(tasks)
+                    )
+                )
+                # wait through the *other* API than the one that accepted the task
+                finals = await asyncio.gather(
+                    *(clients[(i + 1) % 2].wait(t, timeout=90) for i, t in enumerate(tasks))
+                )
+                again = await asyncio.gather(
+                    *(clients[i % 2].result(t) for i, t in enumerate(tasks))
+                )
+        finally:
+            for p in procs:
+                p.stop()
+        logs = [p.tail() for p in procs[2:]]
+    for f, g in zip(finals, again, strict=True):
+        assert f.status == pb.DELIBERATION_STATUS_COMPLETED, f.error_message
+        assert (f.winner_id, [r.proposal.content for r in f.results]) == (
+            g.winner_id,
+            [r.proposal.content for r in g.results],
+        )
+    # each deliberation: 3 proposals + 3 peer ratings, called once each
+    assert lg.counters.calls == N * 6, (lg.counters.calls, logs)
+    per_agent = collections.Counter(str(b.get("user")) for b in lg.requests)
+    assert set(per_agent.values()) == {N * 2}
+    app = await asyncio.to_thread(FleetApplication, nats_env)
+    try:
+        store = ApplicationDeliberationStore(app)
+        for t in tasks:
+            evs = list(await store.history(deliberation_id(t)))
+            assert sum(isinstance(e, Deliberation.Started) for e in evs) == 1
+            assert sum(isinstance(e, Deliberation.ProposalReceived) for e in evs) == 3
+    finally:
+        app.close()

@@ -1,0 +1,117 @@
+"""The NATS edges of dispatch on a real nats-server: the plan-approval consumer (with its dead
+letters) and the work queue that shares deliberations among dispatcher processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+import pytest_asyncio
+
+from aggregates import Plan, plan_id_of
+from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore
+from fleet.planning import (
+    DEAD_LETTER_STREAM,
+    DEAD_LETTER_SUBJECT,
+    PLAN_SUBJECT,
+    PlanApprovalConsumer,
+)
+from fleet.worksharing import JetStreamWorkQueue
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest_asyncio.fixture
+async def app(nats_env: dict[str, str]) -> AsyncIterator[FleetApplication]:
+    a = await asyncio.to_thread(FleetApplication, nats_env)
+    yield a
+    a.close()
+
+
+async def eventually(check: object, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if await check():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition never held")
+
+
+async def test_plan_approvals_are_recorded_once_and_bad_ones_parked(
+    nats_url: str, app: FleetApplication
+) -> None:
+    store = ApplicationDeliberationStore(app)
+    plan_id = f"PL-{uuid.uuid4().hex[:8]}"
+    good = {
+        "story_id": "US-1",
+        "plan_id": plan_id,
+        "approved_by": "po",
+        "timestamp": 1767225600000,
+        "ceremony_id": "c-9",
+        "tasks_created": ["write the API"],
+        "roles": ["DEV"],
+    }
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    durable = f"plans-{uuid.uuid4().hex[:8]}"
+    async with PlanApprovalConsumer(nc, store, durable=durable, max_deliver=3) as consumer:
+        # the consumer creates the stream when none holds the subject
+        await eventually(lambda: _has_stream(js, PLAN_SUBJECT))
+        await js.publish(PLAN_SUBJECT, b"{not json")
+        await js.publish(PLAN_SUBJECT, json.dumps({"story_id": "s"}).encode())
+        await js.publish(PLAN_SUBJECT, json.dumps(good).encode())
+        await js.publish(PLAN_SUBJECT, json.dumps(good).encode())  # redelivered by Planning
+        await eventually(lambda: _async(consumer.accepted == 2 and consumer.parked == 2))
+    plan = await store.get_plan(plan_id_of(plan_id))
+    assert isinstance(plan, Plan) and plan.tasks == ["write the API"] and plan.version == 1
+    assert plan.metadata["ceremony_id"] == "c-9"
+    sub = await js.pull_subscribe(DEAD_LETTER_SUBJECT, stream=DEAD_LETTER_STREAM)
+    parked = await sub.fetch(10, timeout=2)
+    reasons = [m.headers["Fleet-Dead-Letter-Reason"] for m in parked if m.headers][-2:]
+    assert "not JSON" in reasons[0] and "missing plan_id" in reasons[1]
+    assert parked[-2].data == b"{not json"
+    await nc.close()
+
+
+async def _has_stream(js: object, subject: str) -> bool:
+    try:
+        await js.find_stream_name_by_subject(subject)  # type: ignore[attr-defined]
+        return True
+    except Exception:
+        return False
+
+
+async def _async(value: bool) -> bool:
+    return value
+
+
+async def test_the_work_queue_gives_each_deliberation_to_one_owner_and_hands_it_over(
+    nats_url: str,
+) -> None:
+    stream = f"W_{uuid.uuid4().hex[:8].upper()}"
+    a = await JetStreamWorkQueue.connect(nats_url, stream=stream, lease_s=1.0)
+    b = await JetStreamWorkQueue.connect(nats_url, stream=stream, lease_s=1.0)
+    d1, d2 = uuid.uuid4(), uuid.uuid4()
+    for q in (a, b, a):  # every dispatcher offers what it sees: one notice each
+        await q.offer(d1)
+        await q.offer(d2)
+    claims_a = a.claims()
+    first = await asyncio.wait_for(anext(claims_a), 5)
+    second = await asyncio.wait_for(anext(claims_a), 5)
+    assert {first.deliberation_id, second.deliberation_id} == {d1, d2}
+    await first.done()
+    # A stops heart-beating for `second` (it "crashed"): after the lease, B gets it, and only it.
+    claims_b = b.claims()
+    handed = await asyncio.wait_for(anext(claims_b), 5)
+    assert handed.deliberation_id == second.deliberation_id
+    await handed.done()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(claims_b), 2.5)
+    await claims_a.aclose()
+    await claims_b.aclose()
+    await a.close()
+    await b.close()

@@ -1,0 +1,95 @@
+"""Plans become deliberations: message parsing, idempotent approval, one deliberation per role."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from aggregates import Deliberation, Plan, deliberation_id, plan_deliberation_task_id, plan_id_of
+from dispatchers.plans import BadPlanMessage, PlanDispatcher, approve_plan, parse_plan_approval
+from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+
+NOW = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+SEED_MESSAGE = {
+    "story_id": "US-42",
+    "plan_id": "PL-7",
+    "approved_by": "po@example.com",
+    "timestamp": "2026-01-02T03:04:05Z",
+    "roles": ["DEV", "QA"],
+    "ceremony_id": "c-1",
+    "tasks_created": [{"title": "API", "description": "POST /login"}, "Login form"],
+    "description": "Users log in with e-mail and password",
+}
+
+
+def test_a_seed_message_parses_with_its_content_and_extras() -> None:
+    a = parse_plan_approval(json.dumps(SEED_MESSAGE).encode())
+    assert (a.plan_id, a.story_id, a.approved_by, a.roles) == (
+        "PL-7", "US-42", "po@example.com", ("DEV", "QA"),
+    )  # fmt: skip
+    assert a.tasks == ("API: POST /login", "Login form")
+    assert a.description.startswith("Users log in")
+    assert a.metadata["ceremony_id"] == "c-1"
+    assert a.approved_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"not json{", "not JSON"),
+        (b"[1, 2]", "not an object"),
+        (b'{"story_id": "s"}', "missing plan_id"),
+        (b'{"plan_id": "p"}', "missing story_id"),
+        (b'{"plan_id": "p", "story_id": "s", "roles": "DEV"}', "roles"),
+        (b"\xff\xfe", "not JSON"),
+    ],
+)
+def test_bad_bodies_are_rejected_with_a_reason(body: bytes, reason: str) -> None:
+    with pytest.raises(BadPlanMessage, match=reason):
+        parse_plan_approval(body)
+
+
+async def test_an_approved_plan_spawns_one_deliberation_per_role_once() -> None:
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    approval = parse_plan_approval(json.dumps(SEED_MESSAGE).encode())
+    async with PlanDispatcher(store, ApplicationEventFeed(app)) as pd:
+        plan, created = await approve_plan(store, approval, now=NOW)
+        again, created_again = await approve_plan(store, approval, now=NOW)  # redelivered
+        assert created and not created_again and again.id == plan.id == plan_id_of("PL-7")
+        for _ in range(200):
+            if (await store.get_plan(plan.id)).dispatched:
+                break
+            await asyncio.sleep(0.01)
+    stored = await store.get_plan(plan.id)
+    assert stored.requested_task_ids == ["plan:PL-7:DEV", "plan:PL-7:QA"]
+    dev = await store.get(deliberation_id(plan_deliberation_task_id("PL-7", "DEV")))
+    assert "POST /login" in dev.task and "Users log in" in dev.task and dev.role.value == "DEV"
+    assert (dev.plan_id, dev.story_id, dev.requested_by) == ("PL-7", "US-42", "po@example.com")
+    topics = [n.topic for n in app.recorder.select_notifications(1, 1000)]
+    assert len([t for t in topics if t.endswith("Deliberation.Requested")]) == 2
+    assert pd.plans_dispatched == 1
+
+    # a restarted plan dispatcher finds nothing left to do
+    async with PlanDispatcher(store, ApplicationEventFeed(app)) as pd2:
+        await asyncio.sleep(0.1)
+    assert pd2.plans_dispatched == 0
+
+
+async def test_a_plan_approved_while_no_dispatcher_ran_is_dispatched_on_start() -> None:
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    app.save(Plan.approve(plan_id="P2", story_id="S", approved_at=NOW, description="x"))
+    async with PlanDispatcher(store, ApplicationEventFeed(app)):
+        for _ in range(200):
+            if (await store.get_plan(plan_id_of("P2"))).dispatched:
+                break
+            await asyncio.sleep(0.01)
+    ids = (await store.get_plan(plan_id_of("P2"))).requested_task_ids
+    assert ids == ["plan:P2:ARCHITECT", "plan:P2:DEV", "plan:P2:QA"]
+    d = await store.get(deliberation_id(ids[0]))
+    assert isinstance(d, Deliberation) and d.status.value == "PENDING"

@@ -1,0 +1,261 @@
+"""The deliberation protocol on the in-memory application: critiques, revisions, peer ratings,
+scoring from checks and ratings, order independence, cancellation and resumption.
+
+The fake runtime answers per agent as scripted and rates like a judge that reads a quality mark
+in each proposal (``Q=<n>``); scoring is the real one (``agent_runtime.checks``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from agent_runtime.api import (
+    AgentTurn,
+    AgentTurnError,
+    Assessment,
+    AssessmentInput,
+    ReviewInput,
+    ReviewResult,
+    TurnResult,
+)
+from agent_runtime.checks import assess_candidates
+from aggregates import AgentId, Deliberation, DeliberationStatus, PeerReview
+from dispatchers.deliberations import DeliberationDispatcher
+from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+
+
+def code(body: str, quality: int) -> str:
+    return f"Q={quality}\n```python\n{body}\n```"
+
+
+GOOD = (
+    "def fib(n: int) -> int:\n    a, b = 0, 1\n"
+    "    for _ in range(n):\n        a, b = b, a + b\n    return a"
+)
+OK = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)"
+BROKEN = "def fib(n)\n    return n"
+
+
+class ScriptedRuntime:
+    """Proposals by agent and round; ratings from the Q mark (a stand-in judge); real checks."""
+
+    def __init__(
+        self,
+        proposals: dict[str, Callable[[AgentTurn], str]],
+        *,
+        rate_fails: set[str] | None = None,
+    ) -> None:
+        self.proposals = proposals
+        self.rate_fails = rate_fails or set()
+        self.turns: list[AgentTurn] = []
+        self.reviews: list[ReviewInput] = []
+        self.gate: asyncio.Event | None = None
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        self.turns.append(turn)
+        if self.gate is not None and turn.round > 0:
+            await self.gate.wait()
+        make = self.proposals.get(turn.agent_id)
+        if make is None:
+            raise AgentTurnError(f"{turn.agent_id}: no script")
+        return TurnResult(turn.agent_id, turn.round, make(turn), "scripted", 10, 20, 1)
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        self.reviews.append(request)
+        if request.agent_id in self.rate_fails:
+            raise AgentTurnError("judge offline")
+        out = []
+        for c in request.candidates:
+            m = re.search(r"Q=(\d+)", c.content)
+            score = None if m is None else (int(m.group(1)) - 1) / 9
+            src = "structured" if m else "fallback"
+            out.append(PeerReview(request.agent_id, c.agent_id, score, f"seen {c.agent_id}", src))
+        return ReviewResult(request.agent_id, tuple(out), "scripted", 5, 7, 1)
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        return assess_candidates(request)
+
+    async def close(self) -> None:
+        return None
+
+
+def fixed(text: str) -> Callable[[AgentTurn], str]:
+    return lambda turn: text
+
+
+def setup(
+    rt: ScriptedRuntime,
+) -> tuple[FleetApplication, ApplicationDeliberationStore, DeliberationDispatcher]:
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(a)
+    return a, store, DeliberationDispatcher(store, ApplicationEventFeed(a), rt)
+
+
+def request(a: FleetApplication, task_id: str, *, rounds: int = 1, agents: int = 3) -> Deliberation:
+    d = Deliberation.request(
+        task_id=task_id,
+        task="Write fib(n)",
+        role="DEV",
+        num_agents=agents,
+        rounds=rounds,
+        requested_at=datetime.now(tz=UTC),
+        timeout_seconds=30,
+        requirements=["fib"],
+    )
+    a.save(d)
+    return d
+
+
+async def until_terminal(store: ApplicationDeliberationStore, d_id: object) -> Deliberation:
+    for _ in range(500):
+        got = await store.get(d_id)  # type: ignore[arg-type]
+        if got.is_terminal:
+            return got
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{d_id} never reached a terminal state")
+
+
+async def test_the_better_proposal_of_the_last_agent_wins() -> None:
+    rt = ScriptedRuntime(
+        {
+            "dev-agent-1": fixed(code(OK, 4)),
+            "dev-agent-2": fixed(code(OK, 5)),
+            "dev-agent-3": fixed(code(GOOD, 9)),
+        }
+    )
+    a, store, dispatcher = setup(rt)
+    async with dispatcher:
+        done = await until_terminal(store, request(a, "last-wins").id)
+    assert done.status is DeliberationStatus.COMPLETED
+    assert done.ranking[0] == "dev-agent-3" and done.winner == "dev-agent-3"
+    # every agent rated its two peers; nobody rated itself
+    assert done.rated() == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
+    assert all(rv.reviewer != rv.target for rs in done.ratings.values() for rv in rs)
+    checks = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-3")].checks}
+    assert set(checks) == {"policy", "dryrun", "lint", "peer_review"}
+    assert checks["peer_review"].score == round(8 / 9, 4)
+
+
+async def test_code_that_does_not_compile_loses_even_when_peers_praise_it() -> None:
+    rt = ScriptedRuntime(
+        {
+            "dev-agent-1": fixed(code(BROKEN, 10)),
+            "dev-agent-2": fixed(code(OK, 3)),
+            "dev-agent-3": fixed(code(OK, 3)),
+        }
+    )
+    a, store, dispatcher = setup(rt)
+    async with dispatcher:
+        done = await until_terminal(store, request(a, "broken").id)
+    assert done.ranking[-1] == "dev-agent-1"
+    broken = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-1")].checks}
+    assert not broken["dryrun"].passed and broken["peer_review"].score == 1.0
+
+
+async def test_ranking_does_not_depend_on_agent_order() -> None:
+    texts = [code(OK, 3), code(GOOD, 8), code(OK, 6)]
+    rankings = []
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        rt = ScriptedRuntime({f"dev-agent-{i + 1}": fixed(texts[j]) for i, j in enumerate(order)})
+        a, store, dispatcher = setup(rt)
+        async with dispatcher:
+            done = await until_terminal(store, request(a, "same-task").id)
+        by_content = [done.final_proposals()[x].content for x in done.ranking]
+        rankings.append(by_content)
+    assert rankings[0] == rankings[1] == rankings[2]
+    assert rankings[0][0] == texts[1]
+
+
+async def test_later_rounds_critique_then_revise_and_revisions_are_scored() -> None:
+    def improving(turn: AgentTurn) -> str:
+        if turn.round == 0:
+            return code(OK, 4)
+        assert turn.peers and turn.own_previous and turn.critiques  # saw peers and critiques
+        return code(GOOD, 8)
+
+    rt = ScriptedRuntime(
+        {
+            "dev-agent-1": improving,
+            "dev-agent-2": fixed(code(OK, 5)),
+            "dev-agent-3": fixed(code(OK, 5)),
+        }
+    )
+    a, store, dispatcher = setup(rt)
+    async with dispatcher:
+        d = request(a, "two-rounds", rounds=2)
+        done = await until_terminal(store, d.id)
+    events = list(a.events.get(d.id))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.count("CritiqueReceived") == 3
+    assert kinds.count("ProposalRevised") == 3
+    assert kinds.count("PeerRatingsReceived") == 3
+    assert kinds.index("CritiqueReceived") < kinds.index("ProposalRevised")
+    assert done.final_proposals()[AgentId("dev-agent-1")].round == 1
+    assert done.winner == "dev-agent-1"
+    assert [r.purpose for r in rt.reviews].count("critique") == 3
+
+
+async def test_an_unusable_or_failed_rating_is_recorded_and_neutral() -> None:
+    rt = ScriptedRuntime(
+        {
+            "dev-agent-1": fixed(f"```python\n{OK}\n```"),  # no Q mark: the judge cannot rate it
+            "dev-agent-2": fixed(code(OK, 5)),
+        },
+        rate_fails={"dev-agent-2"},
+    )
+    a, store, dispatcher = setup(rt)
+    async with dispatcher:
+        done = await until_terminal(store, request(a, "neutral", agents=2).id)
+    assert done.status is DeliberationStatus.COMPLETED
+    assert done.review_errors == {("dev-agent-2", -1): "judge offline"}
+    peer = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-1")].checks}[
+        "peer_review"
+    ]
+    assert peer.score == 0.5 and "neutral" in peer.details
+
+
+async def test_a_cancel_on_the_feed_stops_in_flight_work_promptly() -> None:
+    rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(OK, 5)) for i in (1, 2, 3)})
+    rt.gate = asyncio.Event()  # round-1 turns hang until released
+    a, store, dispatcher = setup(rt)
+    async with dispatcher:
+        d = request(a, "cancel-me", rounds=2)
+        for _ in range(300):
+            if any(t.round == 1 for t in rt.turns):
+                break
+            await asyncio.sleep(0.01)
+        assert dispatcher.active == 1
+        await store.update(d.id, lambda d: d.cancel("user"))
+        for _ in range(100):
+            if dispatcher.active == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert dispatcher.active == 0 and dispatcher.cancelled_drivers == 1
+    done = await store.get(d.id)
+    assert done.status is DeliberationStatus.CANCELLED
+
+
+async def test_a_restart_during_a_later_round_runs_only_what_is_missing() -> None:
+    rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(OK, 3 + i)) for i in (1, 2, 3)})
+    rt.gate = asyncio.Event()
+    a, store, dispatcher = setup(rt)
+    d = request(a, "resume", rounds=2)
+    async with dispatcher:  # round 0 and the critiques run; the revisions hang
+        for _ in range(300):
+            if sum(t.round == 1 for t in rt.turns) == 3:
+                break
+            await asyncio.sleep(0.01)
+    before = await store.get(d.id)
+    assert before.critiqued(1) == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
+    rt2 = ScriptedRuntime(rt.proposals)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt2):
+        done = await until_terminal(store, d.id)
+    assert done.status is DeliberationStatus.COMPLETED
+    assert sorted((t.agent_id, t.round) for t in rt2.turns) == [
+        ("dev-agent-1", 1), ("dev-agent-2", 1), ("dev-agent-3", 1),
+    ]  # fmt: skip
+    assert [r.purpose for r in rt2.reviews] == ["rate"] * 3  # no critique asked twice
