@@ -20,14 +20,23 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from aggregates import Role
-from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.application import FleetApplication
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
+from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
-from fleet.queries import DeliberationQueries, HistoryGraph, StatusBoard
+from fleet.listing import DeliberationListing
+from fleet.metrics import FleetMetrics, ObservedStore
+from fleet.queries import (
+    DeliberationQueries,
+    HistoryGraph,
+    StatusBoard,
+    recorder_latest_version,
+)
+from fleet.telemetry import TracedAgentRuntime, configure_tracing
+from fleet.watch import WatchHub
+from projectors.control import Projections
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,11 +56,17 @@ class Endpoints:
     llm_url: str = ""
     model: str = ""
     ray: str = ""
+    metrics: str = ""
+    components: str = ""
     pid: int = field(default_factory=os.getpid)
 
 
 class FleetNode:
     """One Fleet process: event store, projections, dispatcher, agents and the gRPC API.
+
+    ``settings.components`` (``fleet up --components``) picks the parts: an ``api`` replica
+    connects the graph and cache to read them but runs no projector; ``dispatcher`` brings the
+    agents it drives. The event store is always connected.
 
     Loop affinity: start, stop and run on one asyncio loop.
     """
@@ -72,7 +87,10 @@ class FleetNode:
         self.store: ApplicationDeliberationStore | None = None
         self.queries: DeliberationQueries | None = None
         self.runners: list[Any] = []
+        self.projections: Projections | None = None
         self.servers: dict[str, Any] = {}
+        self.metrics: FleetMetrics | None = None
+        self.hub: WatchHub | None = None
 
     async def _stage(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         t0 = time.perf_counter()
@@ -87,26 +105,44 @@ class FleetNode:
     async def start(self) -> None:
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        runs = s.runs  # --components: which parts this process runs (the event store always)
+        self.endpoints.components = ",".join(sorted(runs))
         try:
+            tracing_off = configure_tracing(s.otel_endpoint, s.service_name)
+            if tracing_off is not None:
+                self._stack.callback(tracing_off)
             await self._stage("event store (JetStream)", self._start_event_store)
-            board, graph = await self._stage("projections", self._start_projections)
-            await self._stage("LLM endpoint", self._start_llm)
-            runtime = await self._stage("agents (Ray)", self._start_agents)
+            board, graph = None, None
+            if runs & {"api", "projectors"}:
+                board, graph = await self._stage("projections", self._start_projections)
             assert self.store is not None and self.app is not None
-            self.queries = DeliberationQueries(self.store, board, graph)
-            dispatcher = DeliberationDispatcher(
-                self.store,
-                ApplicationEventFeed(self.app),
-                runtime,
-                options=DispatcherOptions(
-                    call_timeout_s=s.agent_call_timeout,
-                    model=self.endpoints.model,
-                    max_tokens=s.llm_max_tokens,
-                ),
+            self.queries = DeliberationQueries(
+                self.store, board, graph, latest_version=recorder_latest_version(self.app.recorder)
             )
-            await self._stack.enter_async_context(dispatcher)
-            self.servers["dispatcher"] = dispatcher
-            await self._stage("gRPC API", self._start_api)
+            await self._start_observability(graph)
+            if "agents" in runs:
+                await self._stage("LLM endpoint", self._start_llm)
+                runtime = await self._stage("agents (Ray)", self._start_agents)
+            if "dispatcher" in runs:
+                from fleet.run_dispatcher import start_dispatch
+
+                app = self.app
+                parts = await start_dispatch(
+                    self._stack,
+                    s,
+                    store=self._observed_store(),
+                    feed_factory=lambda: ApplicationEventFeed(app),
+                    runtime=TracedAgentRuntime(runtime),
+                    nats_url=self.endpoints.nats_url,
+                    model=self.endpoints.model,
+                )
+                dispatcher = parts.dispatcher
+                self.servers["dispatcher"] = dispatcher
+                self.servers["plans"] = parts.plans
+                if self.metrics is not None:
+                    self.metrics.track_dispatcher(dispatcher)
+            if "api" in runs:
+                await self._stage("gRPC API", lambda: self._start_api(graph))
             self._write_run_file()
         except BaseException:
             await self.stop()
@@ -159,15 +195,21 @@ class FleetNode:
             graph = await asyncio.to_thread(LadybugGraph, path)
             self.endpoints.graph = f"ladybug:{path}"
         self._stack.callback(graph.close)
-        runners = [ProjectorRunner(self.app, GraphProjection(graph))]
+        runners = [ProjectorRunner(self.app, GraphProjection(graph), retry_on=_graph_down())]
 
         board = await asyncio.to_thread(self._connect_cache)
         if board is not None:
-            runners.append(ProjectorRunner(self.app, CacheProjection(board)))
-        for r in runners:
-            r.start()
-            self._stack.callback(r.stop)
-        self.runners = runners
+            import valkey.exceptions as vx
+
+            down = (vx.ConnectionError, vx.TimeoutError)
+            runners.append(ProjectorRunner(self.app, CacheProjection(board), retry_on=down))
+        if "projectors" in self.settings.runs:  # an API-only replica reads, never projects
+            for r in runners:
+                r.start()
+            self.runners = runners
+        # Owns the runners (a rebuild replaces one in place), so it stops whichever are running.
+        self.projections = Projections(self.app, self.runners)
+        self._stack.callback(self.projections.stop)
         return board, graph
 
     def _connect_cache(self) -> Any:
@@ -214,32 +256,66 @@ class FleetNode:
         self.endpoints.model = EMBEDDED_MODEL_ALIAS
 
     async def _start_agents(self) -> Any:
-        from agent_runtime.ray_runtime import RayAgentRuntime
-        from fleet.embedded.ray_local import connect_ray, disconnect_ray
+        from fleet.agents import make_agent_runtime  # FLEET_AGENT_BACKEND: Ray or NATS workers
 
-        s = self.settings
-        info = await asyncio.to_thread(connect_ray, s.ray_address)
-        self.endpoints.ray = s.ray_address or f"local {info.get('address', '')}"
-        if info["started"]:
-            self._stack.callback(disconnect_ray)
-        runtime = await RayAgentRuntime.start(
-            self.endpoints.llm_url,
-            self.endpoints.model,
-            [r.value for r in Role],
-            s.actors_per_role,
-            max_in_flight=s.llm_max_in_flight,
+        runtime, where = await make_agent_runtime(
+            self._stack,
+            self.settings,
+            llm_url=self.endpoints.llm_url,
+            model=self.endpoints.model,
+            nats_url=self.endpoints.nats_url,
         )
-        self._stack.push_async_callback(runtime.close)
+        self.endpoints.ray = where
         return runtime
 
-    async def _start_api(self) -> None:
+    def _observed_store(self) -> Any:
+        """The store as the API and dispatcher use it: each write timed, traced, logged by id."""
+        return ObservedStore(self.store, self.metrics)
+
+    async def _start_observability(self, graph: Any) -> None:
+        """The watch hub (one fan-out of the event feed) and the metrics it feeds."""
         s = self.settings
-        assert self.store is not None and self.queries is not None
-        servicer = OrchestratorServicer(
-            ApiServices(self.store, self.queries, default_timeout_s=s.deliberation_timeout)
+        assert self.app is not None and self.store is not None
+        if "api" not in s.runs and not s.metrics_port:
+            return
+        app = self.app
+        head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
+        self.hub = WatchHub(ApplicationEventFeed(app), self.store.history, after=head)
+        await self._stack.enter_async_context(self.hub)
+        if s.metrics_port:
+            self.metrics = FleetMetrics()
+            self.metrics.track_projections(app.recorder.max_notification_id, self.runners)
+            self.metrics.track_watchers(self.hub)
+            port = self.metrics.start(self.hub, s.metrics_host, s.metrics_port)
+            self._stack.push_async_callback(self.metrics.stop)
+            self.endpoints.metrics = f"http://{s.metrics_host}:{port}/metrics"
+
+    async def _start_api(self, graph: Any) -> None:
+        s = self.settings
+        assert self.queries is not None and self.hub is not None
+        services = ApiServices(
+            self._observed_store(), self.queries, default_timeout_s=s.deliberation_timeout
         )
-        server = GrpcServer(servicer, host=s.grpc_host, port=s.grpc_port)
+        services.extras.update(watch=self.hub, listing=DeliberationListing(graph))
+        services.extras.update(projections=self.projections, endpoints=self.endpoints)
+        servicer = OrchestratorServicer(services)
+        credentials = None
+        if s.tls_cert_file is not None and s.tls_key_file is not None:
+            credentials = server_credentials(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)
+        elif s.api_token and s.grpc_host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning("FLEET_API_TOKEN without TLS: the token crosses the network in clear")
+        interceptors = [BearerTokenInterceptor(s.api_token)] if s.api_token else []
+        server = GrpcServer(
+            servicer,
+            host=s.grpc_host,
+            port=s.grpc_port,
+            credentials=credentials,
+            interceptors=interceptors,
+        )
         await self._stack.enter_async_context(server)
+        # Runs before the server's graceful stop: open streams end at once (UNAVAILABLE,
+        # "resume on another node") instead of holding the grace period.
+        self._stack.callback(self.hub.release_watchers)
         self.servers["grpc"] = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
@@ -270,6 +346,13 @@ class FleetNode:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _graph_down() -> tuple[type[BaseException], ...]:
+    """Errors that mean the graph server is unreachable (Neo4j; the embedded one cannot be)."""
+    from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+    return (ServiceUnavailable, SessionExpired)
 
 
 def read_run_file(data_dir: Path) -> dict[str, Any] | None:

@@ -1,11 +1,18 @@
-"""A small async client of the gRPC API, used by the CLI and the demo (and handy in tests)."""
+"""A small async client of the gRPC API, used by the CLI and the demo (and handy in tests).
+
+Security: ``ClientSecurity`` carries what the server may ask for: the CA that signed the
+server's certificate (TLS), a client certificate and key (mTLS) and a bearer token, sent as
+``authorization`` metadata on every call.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -28,12 +35,56 @@ def status_name(status: int) -> str:
     return str(pb.DeliberationStatus.Name(status)).removeprefix("DELIBERATION_STATUS_")  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class ClientSecurity:
+    tls: bool = False
+    """Speak TLS (implied by any of the files below)."""
+    ca_file: Path | None = None
+    """PEM CA bundle to verify the server with; None: the system's roots."""
+    cert_file: Path | None = None
+    """Client certificate (PEM) for mTLS, with ``key_file``."""
+    key_file: Path | None = None
+    token: str = field(default="", repr=False)
+    server_name: str = ""
+    """Override the name checked against the server's certificate."""
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls or any((self.ca_file, self.cert_file, self.key_file))
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        if not self.uses_tls:
+            return grpc.aio.insecure_channel(address)
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=self.ca_file.read_bytes() if self.ca_file else None,
+            private_key=self.key_file.read_bytes() if self.key_file else None,
+            certificate_chain=self.cert_file.read_bytes() if self.cert_file else None,
+        )
+        options = [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
+        return grpc.aio.secure_channel(address, creds, options=options)
+
+
 class FleetClient:
-    def __init__(self, address: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float = 30.0,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.address = address
         self._timeout = timeout
-        self._channel = grpc.aio.insecure_channel(address)
+        self.security = security or ClientSecurity()
+        self._channel = self.security.channel(address)
+        self._md = self.security.metadata()
         self.stub = pb_grpc.OrchestratorServiceStub(self._channel)
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        return self._channel
 
     async def deliberate(
         self,
@@ -57,20 +108,65 @@ class FleetClient:
                 timeout_seconds=timeout_seconds, rubric=rubric, requirements=list(requirements)
             ),
         )
-        resp: pb.DeliberateResponse = await self.stub.Deliberate(req, timeout=self._timeout)
+        resp: pb.DeliberateResponse = await self.stub.Deliberate(
+            req, timeout=self._timeout, metadata=self._md
+        )
+        return resp
+
+    async def stream(
+        self, task_id: str, request: pb.DeliberateRequest | None = None
+    ) -> AsyncIterator[pb.DeliberationUpdate]:
+        """Progress of ``task_id`` (resumed), or of ``request`` (started if new), to its end."""
+        req = request or pb.DeliberateRequest(task_id=task_id)
+        call = self.stub.StreamDeliberation(req, metadata=self._md)
+        async for update in call:
+            yield update
+
+    async def list(
+        self,
+        *,
+        status: str = "",
+        role: str = "",
+        plan_id: str = "",
+        created_after_ms: int = 0,
+        created_before_ms: int = 0,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> pb.ListDeliberationsResponse:
+        req = pb.ListDeliberationsRequest(
+            status=pb.DeliberationStatus.Value(f"DELIBERATION_STATUS_{status.upper()}")
+            if status
+            else pb.DELIBERATION_STATUS_UNKNOWN,
+            role=role,
+            plan_id=plan_id,
+            created_after_ms=created_after_ms,
+            created_before_ms=created_before_ms,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        resp: pb.ListDeliberationsResponse = await self.stub.ListDeliberations(
+            req, timeout=self._timeout, metadata=self._md
+        )
+        return resp
+
+    async def cancel(self, task_id: str, reason: str = "") -> pb.CancelDeliberationResponse:
+        req = pb.CancelDeliberationRequest(task_id=task_id, reason=reason)
+        resp: pb.CancelDeliberationResponse = await self.stub.CancelDeliberation(
+            req, timeout=self._timeout, metadata=self._md
+        )
         return resp
 
     async def result(self, task_id: str) -> pb.GetDeliberationResultResponse:
         req = pb.GetDeliberationResultRequest(task_id=task_id)
         resp: pb.GetDeliberationResultResponse = await self.stub.GetDeliberationResult(
-            req, timeout=self._timeout
+            req, timeout=self._timeout, metadata=self._md
         )
         return resp
 
     async def history(self, task_id: str, to_version: int = 0) -> pb.GetDeliberationHistoryResponse:
         req = pb.GetDeliberationHistoryRequest(task_id=task_id, to_version=to_version)
         resp: pb.GetDeliberationHistoryResponse = await self.stub.GetDeliberationHistory(
-            req, timeout=self._timeout
+            req, timeout=self._timeout, metadata=self._md
         )
         return resp
 
@@ -82,7 +178,9 @@ class FleetClient:
             params_json={k: json.dumps(v) for k, v in (params or {}).items()},
             limit=limit,
         )
-        resp: pb.QueryHistoryResponse = await self.stub.QueryHistory(req, timeout=self._timeout)
+        resp: pb.QueryHistoryResponse = await self.stub.QueryHistory(
+            req, timeout=self._timeout, metadata=self._md
+        )
         return list(resp.columns), [json.loads(r) for r in resp.rows_json], resp.truncated
 
     async def wait(

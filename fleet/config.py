@@ -19,6 +19,9 @@ EMBEDDED_MODEL_ALIAS = "gemma-3-270m"
 DEFAULT_REMOTE_MODEL = "Qwen/Qwen3-0.6B"
 
 
+COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents"})
+
+
 class ConfigError(ValueError):
     """A setting is malformed; the message names the variable."""
 
@@ -49,6 +52,16 @@ def _float(env: Mapping[str, str], default: float, *names: str) -> float:
         return float(raw)
     except ValueError:
         raise ConfigError(f"{names[0]}={raw!r} is not a number") from None
+
+
+def parse_components(raw: str | None) -> frozenset[str]:
+    if raw is None or raw.strip().lower() == "all":
+        return COMPONENTS
+    return frozenset(p.strip().lower() for p in raw.split(",") if p.strip())
+
+
+def _path(raw: str | None) -> Path | None:
+    return Path(raw) if raw else None
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,57 @@ class Settings:
     agent_call_timeout: float = 120.0
     llm_max_in_flight: int = 8
     llm_max_tokens: int = 384
+    components: frozenset[str] = COMPONENTS
+    """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
+    agents. The event store is always connected; ``dispatcher`` implies ``agents``."""
+    metrics_port: int = 0
+    """Prometheus metrics over HTTP on this port; 0: off."""
+    metrics_host: str = "127.0.0.1"
+    tls_cert_file: Path | None = None
+    """Server certificate (PEM); with ``tls_key_file`` the API speaks TLS only."""
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    """CA bundle for client certificates: set, the API requires one (mTLS)."""
+    api_token: str = field(default="", repr=False)
+    """Bearer token every call must carry (health checks excepted); empty: none."""
+    log_format: str = "text"
+    """``text`` or ``json``; every line carries the deliberation id when there is one."""
+    otel_endpoint: str | None = None
+    """OTLP endpoint for traces (the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``); None: off."""
+    service_name: str = "fleet"
+    agent_runtime: str = "ray"
+    """``ray`` (warm actor pools) or ``local`` (the same council members in this process, no
+    Ray: for tests, benchmarks and small installs)."""
+    councils: str | None = None
+    """``FLEET_COUNCILS``: a JSON/YAML file, or inline JSON, configuring each role's council."""
+    peer_review: bool = True
+    """Agents rate each other's final proposals and the ratings weigh in the score."""
+    structured_output: str | None = None
+    """How reviews ask for JSON: json_schema (vLLM, OpenAI), json_object (llama.cpp),
+    guided_json, none. None: json_object on the embedded model, json_schema with a URL."""
+    work_sharing: bool = True
+    """Dispatcher processes share deliberations through a JetStream work queue."""
+    work_lease_s: float = 10.0
+    """How long a crashed dispatcher's deliberations wait before another takes them."""
+    plan_consumer: bool = True
+    """The dispatcher consumes ``planning.plan.approved`` from NATS."""
+    plan_agents: int = 3
+    plan_rounds: int = 1
+    agent_backend: str = "ray"
+    """``FLEET_AGENT_BACKEND``: ``ray`` (``agent_runtime`` picks Ray actors or local members) or
+    ``nats`` (calls go over a JetStream work queue to ``fleet worker`` processes; ``fleet/agents``)."""
+    local_workers: int = 1
+    """nats backend: workers per role ``fleet up`` runs in its own process (0: only ``fleet
+    worker`` processes serve the queue)."""
+    worker_concurrency: int = 8
+    """nats backend: calls in flight per worker and role."""
+    worker_ack_wait: float = 30.0
+    """nats backend: seconds a silent worker keeps a call before it is redelivered (workers
+    heart-beat while a call runs, so this need not cover a model call)."""
+    worker_max_deliver: int = 3
+    """nats backend: attempts before a call is dead-lettered and reported failed."""
+    agent_queue_dedupe_window: float = 120.0
+    """nats backend: how long a re-published call (same key) is recognised as a duplicate."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -121,6 +185,34 @@ class Settings:
             llm_max_in_flight=_int(e, 8, "FLEET_LLM_MAX_IN_FLIGHT"),
             # The embedded 270M model writes ~15-20 tokens/s on 2 cores, one request at a time.
             llm_max_tokens=_int(e, 384 if vllm_url else 128, "FLEET_LLM_MAX_TOKENS"),
+            components=parse_components(_first(e, "FLEET_COMPONENTS")),
+            metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),
+            metrics_host=_first(e, "FLEET_METRICS_HOST") or "127.0.0.1",
+            tls_cert_file=_path(_first(e, "FLEET_TLS_CERT")),
+            tls_key_file=_path(_first(e, "FLEET_TLS_KEY")),
+            tls_client_ca_file=_path(_first(e, "FLEET_TLS_CLIENT_CA")),
+            api_token=_first(e, "FLEET_API_TOKEN") or "",
+            log_format=(_first(e, "FLEET_LOG_FORMAT") or "text").lower(),
+            otel_endpoint=_first(e, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+            service_name=_first(e, "OTEL_SERVICE_NAME") or "fleet",
+            agent_runtime=(_first(e, "FLEET_AGENT_RUNTIME") or "ray").lower(),
+            councils=_first(e, "FLEET_COUNCILS"),
+            peer_review=(_first(e, "FLEET_PEER_REVIEW") or "on").lower()
+            not in ("off", "0", "false"),
+            structured_output=_first(e, "FLEET_STRUCTURED_OUTPUT"),
+            work_sharing=(_first(e, "FLEET_WORK_SHARING") or "on").lower()
+            not in ("off", "0", "false"),
+            work_lease_s=_float(e, 10.0, "FLEET_WORK_LEASE"),
+            plan_consumer=(_first(e, "FLEET_PLAN_CONSUMER") or "on").lower()
+            not in ("off", "0", "false"),
+            plan_agents=_int(e, 3, "FLEET_PLAN_AGENTS"),
+            plan_rounds=_int(e, 1, "FLEET_PLAN_ROUNDS"),
+            agent_backend=(_first(e, "FLEET_AGENT_BACKEND") or "ray").lower(),
+            local_workers=_int(e, 1, "FLEET_LOCAL_WORKERS"),
+            worker_concurrency=_int(e, 8, "FLEET_WORKER_CONCURRENCY"),
+            worker_ack_wait=_float(e, 30.0, "FLEET_WORKER_ACK_WAIT"),
+            worker_max_deliver=_int(e, 3, "FLEET_WORKER_MAX_DELIVER"),
+            agent_queue_dedupe_window=_float(e, 120.0, "FLEET_AGENT_QUEUE_DEDUPE_WINDOW"),
         )
         s = replace(s, **{k: v for k, v in overrides.items() if v is not None})
         s.validate()
@@ -135,6 +227,50 @@ class Settings:
             raise ConfigError(f"FLEET_ACTORS_PER_ROLE={self.actors_per_role} not in 1..16")
         if self.stream_replicas not in (1, 3, 5):
             raise ConfigError(f"FLEET_STREAM_REPLICAS={self.stream_replicas} must be 1, 3 or 5")
+        if not 0 <= self.metrics_port < 65536:
+            raise ConfigError(f"FLEET_METRICS_PORT={self.metrics_port} is not a port (0: off)")
+        unknown = set(self.components) - COMPONENTS
+        if unknown or not self.components:
+            raise ConfigError(
+                f"FLEET_COMPONENTS: {sorted(unknown) or 'none'} not a non-empty subset of "
+                f"{', '.join(sorted(COMPONENTS))}"
+            )
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ConfigError("FLEET_TLS_CERT and FLEET_TLS_KEY must be set together")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
+            raise ConfigError("FLEET_TLS_CLIENT_CA needs FLEET_TLS_CERT and FLEET_TLS_KEY")
+        if self.agent_runtime not in ("ray", "local"):
+            raise ConfigError(f"FLEET_AGENT_RUNTIME={self.agent_runtime!r} must be ray or local")
+        if self.agent_backend not in ("ray", "nats"):
+            raise ConfigError(f"FLEET_AGENT_BACKEND={self.agent_backend!r} must be ray or nats")
+        if self.local_workers < 0 or not 1 <= self.worker_concurrency <= 1024:
+            raise ConfigError(
+                f"FLEET_LOCAL_WORKERS={self.local_workers} must be >= 0 and "
+                f"FLEET_WORKER_CONCURRENCY={self.worker_concurrency} in 1..1024"
+            )
+        if self.worker_ack_wait <= 0 or self.worker_max_deliver < 1:
+            raise ConfigError(
+                f"FLEET_WORKER_ACK_WAIT={self.worker_ack_wait} must be > 0 and "
+                f"FLEET_WORKER_MAX_DELIVER={self.worker_max_deliver} >= 1"
+            )
+        if self.structured_output not in (
+            None,
+            "json_schema",
+            "json_object",
+            "guided_json",
+            "none",
+        ):
+            raise ConfigError(
+                f"FLEET_STRUCTURED_OUTPUT={self.structured_output!r}: json_schema, json_object, "
+                "guided_json or none"
+            )
+        if self.log_format not in ("text", "json"):
+            raise ConfigError(f"FLEET_LOG_FORMAT={self.log_format!r} must be text or json")
+
+    @property
+    def runs(self) -> frozenset[str]:
+        """The components this process runs, with what they imply (dispatcher → agents)."""
+        return self.components | ({"agents"} if "dispatcher" in self.components else set())
 
     @property
     def grpc_address(self) -> str:

@@ -48,11 +48,13 @@ async def run_demo(settings: Settings, console: Console) -> None:
         from fleet.cli.commands.deliberations import wait_with_progress
         from fleet.cli.commands.replay import print_replay
         from fleet.cli.commands.up import print_endpoints
-        from fleet.client import FleetClient
+        from fleet.client import ClientSecurity, FleetClient
 
         print_endpoints(node)
         task_id = "demo-" + datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S")
-        async with FleetClient(node.endpoints.grpc) as client:
+        # The demo's node is this process's: it knows the token (TLS is for remote clients).
+        security = ClientSecurity(token=settings.api_token)
+        async with FleetClient(node.endpoints.grpc, security=security) as client:
             t0 = time.perf_counter()
             resp = await client.deliberate(
                 TASK, role="DEV", num_agents=3, rounds=1, task_id=task_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console, Group
@@ -117,3 +117,88 @@ def _cell(v: Any) -> str:
     if isinstance(v, str):
         return v if len(v) <= 80 else v[:79] + "…"
     return json.dumps(v, default=str)
+
+
+# ------------------------------------------------------------------ live progress, listings
+
+
+class LiveProgress:
+    """What ``fleet watch`` / ``fleet deliberate --wait`` show: the phase, a bar, and each agent's
+    latest step. Folding is idempotent, so a resumed stream (which replays) shows the same."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.status = "generating"
+        self.percent = 0
+        self.step = "waiting for the first event"
+        self.agents: dict[str, tuple[str, str]] = {}
+        """agent → (state keyword, details)"""
+
+    def apply(self, u: pb.DeliberationUpdate) -> None:
+        self.status = u.status or self.status
+        self.percent = max(self.percent, u.progress_percent)
+        self.step = u.current_step or self.step
+        if u.current_agent:
+            keyword, _, detail = u.current_step.partition(":")
+            if keyword in ("COMPLETED", "late"):
+                prev = self.agents.get(u.current_agent, ("", ""))
+                keyword, detail = ("winner" if keyword == "COMPLETED" else keyword), prev[1]
+            self.agents[u.current_agent] = (keyword, detail.strip())
+
+    def __rich__(self) -> Any:
+        head = Text.assemble(
+            ("task ", "dim"), (self.task_id, "bold"), ("  ", ""),
+            (self.status, _PHASE_STYLE.get(self.status, "")), ("  ", ""),
+            ("█" * (self.percent // 5)).ljust(20, "·"), f" {self.percent:3d}%",
+        )  # fmt: skip
+        t = Table(show_header=True, box=None, pad_edge=False)
+        t.add_column("agent")
+        t.add_column("state")
+        t.add_column("details", overflow="fold")
+        for agent, (state, detail) in sorted(self.agents.items()):
+            t.add_row(agent, Text(state, style=_AGENT_STYLE.get(state, "")), detail)
+        return Group(head, t, Text(self.step, style="dim"))
+
+
+_PHASE_STYLE = {
+    "generating": "cyan",
+    "reviewing": "blue",
+    "scoring": "magenta",
+    "complete": "bold green",
+}
+_AGENT_STYLE = {
+    "assigned": "dim",
+    "proposed": "cyan",
+    "agent_failed": "red",
+    "scored": "magenta",
+    "winner": "bold green",
+    "late": "yellow",
+}
+
+
+def deliberation_list(console: Console, resp: pb.ListDeliberationsResponse) -> None:
+    t = Table(title="Deliberations (newest first)")
+    for col in ("task", "role", "status", "agents", "rounds", "created (UTC)", "took", "winner"):
+        t.add_column(col)
+    for d in resp.deliberations:
+        created = (
+            datetime.fromtimestamp(d.created_at_ms / 1000, tz=UTC) if d.created_at_ms else None
+        )
+        took = (
+            f"{(d.finished_at_ms - d.created_at_ms) / 1000:.1f} s"
+            if d.finished_at_ms and d.created_at_ms
+            else "-"
+        )
+        t.add_row(
+            d.task_id,
+            d.role,
+            status_text(d.status),
+            str(d.num_agents),
+            str(d.rounds),
+            created.strftime("%Y-%m-%d %H:%M:%S") if created else "-",
+            took,
+            d.winner_id or "-",
+        )
+    console.print(t)
+    if resp.next_page_token:
+        console.print(f"[dim]more: --page-token {resp.next_page_token}[/]")

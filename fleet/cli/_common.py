@@ -77,3 +77,64 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--data-dir", help="where `fleet up` keeps its data (default .fleet)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    sec = parser.add_argument_group("security (also FLEET_TLS, FLEET_TLS_CA, FLEET_API_TOKEN, …)")
+    sec.add_argument("--tls", action="store_true", default=None, help="speak TLS to the API")
+    sec.add_argument("--ca", help="CA bundle (PEM) for the server's certificate")
+    sec.add_argument("--cert", help="client certificate (PEM) for mTLS")
+    sec.add_argument("--key", help="client key (PEM) for mTLS")
+    sec.add_argument("--token-file", help="file holding the bearer token (or set FLEET_API_TOKEN)")
+
+
+CLIENT_ENV = (
+    "FLEET_ADDRESS",
+    "FLEET_TLS",
+    "FLEET_TLS_CA",
+    "FLEET_TLS_CLIENT_CERT",
+    "FLEET_TLS_CLIENT_KEY",
+    "FLEET_TLS_SERVER_NAME",
+    "FLEET_API_TOKEN",
+)
+"""What the CLI reads from the environment to reach the API (besides Settings)."""
+
+
+def client_security(args: argparse.Namespace) -> Any:
+    """TLS files and token: flags first, then the environment. The token is never a flag's
+    value (it would show in ``ps``): use ``--token-file`` or ``FLEET_API_TOKEN``."""
+    from fleet.client import ClientSecurity
+
+    env = os.environ
+
+    def pick(flag: str, name: str) -> Path | None:
+        raw = getattr(args, flag, None) or env.get(name)
+        if not raw:
+            return None
+        path = Path(raw)
+        if not path.is_file():
+            raise CliError(
+                f"{name if not getattr(args, flag, None) else '--' + flag}: {raw} is not a file",
+                code=2,
+            )
+        return path
+
+    token = env.get("FLEET_API_TOKEN", "")
+    if getattr(args, "token_file", None):
+        try:
+            token = Path(args.token_file).read_text().strip()
+        except OSError as e:
+            raise CliError(f"--token-file: {e}", code=2) from e
+    tls = bool(getattr(args, "tls", None)) or env.get("FLEET_TLS", "").lower() in ("1", "true")
+    return ClientSecurity(
+        tls=tls,
+        ca_file=pick("ca", "FLEET_TLS_CA"),
+        cert_file=pick("cert", "FLEET_TLS_CLIENT_CERT"),
+        key_file=pick("key", "FLEET_TLS_CLIENT_KEY"),
+        token=token,
+        server_name=env.get("FLEET_TLS_SERVER_NAME", ""),
+    )
+
+
+def client(args: argparse.Namespace, **kw: Any) -> Any:
+    """A FleetClient for the command's address and security options (use ``async with``)."""
+    from fleet.client import FleetClient
+
+    return FleetClient(api_address(args), security=client_security(args), **kw)

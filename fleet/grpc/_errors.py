@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -15,9 +16,13 @@ from aggregates import (
     DuplicateProposalError,
     InvalidDeliberationError,
     UnknownAgentError,
+    deliberation_id,
 )
+from fleet import logs
 from fleet.ledger import DeliberationNotFoundError
 from fleet.queries import QueryRefusedError, ServiceUnavailableError
+from fleet.telemetry import span
+from fleet.watch import WatchUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,7 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     UnknownAgentError: grpc.StatusCode.INVALID_ARGUMENT,
     OperationalError: grpc.StatusCode.UNAVAILABLE,
     ServiceUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    WatchUnavailableError: grpc.StatusCode.UNAVAILABLE,
     TimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
@@ -54,15 +60,31 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], e: Exception, meth
         await context.abort(code, str(e))
 
 
+def _about(request: Any) -> tuple[str, str]:
+    """(task id, deliberation id) a request is about, or empty strings."""
+    task = str(getattr(request, "task_id", "") or "")
+    return task, str(deliberation_id(task)) if task else ""
+
+
 def translated(
     fn: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]],
 ) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]]:
-    """Wrap a unary servicer method so domain errors become the right status code."""
+    """Wrap a unary servicer method so domain errors become the right status code.
+
+    It also opens the call's span and binds the deliberation id for the call's log lines.
+    """
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
+        task, d_id = _about(request)
         try:
-            return await fn(self, request, context)
+            with (
+                logs.bind(d_id),
+                span(
+                    f"rpc {fn.__name__}", **{"fleet.task_id": task, "fleet.deliberation_id": d_id}
+                ),
+            ):
+                return await fn(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as e:
@@ -81,6 +103,9 @@ def translated_stream(
     async def wrapper(
         self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[R]:
+        _, d_id = _about(request)
+        # No span across a stream (it may last minutes); the log context covers its lines.
+        token = logs.deliberation_context.set(d_id)
         try:
             async for item in fn(self, request, context):
                 yield item
@@ -88,5 +113,8 @@ def translated_stream(
             raise
         except Exception as e:
             await _abort(context, e, fn.__name__)
+        finally:
+            with contextlib.suppress(ValueError):  # finalised in another context
+                logs.deliberation_context.reset(token)
 
     return wrapper

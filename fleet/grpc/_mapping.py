@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime
 from typing import Any
 
-from aggregates import CheckOutcome, DeliberationStatus, InvalidDeliberationError
+from aggregates import CheckOutcome, DeliberationStatus, InvalidDeliberationError, Role
 from fleet import __version__
+from fleet.listing import ListFilter, Page
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import QueryResult
 from fleet.timeline import History, to_json
+from fleet.watch import Progress
 from projectors.cache.view import DeliberationView, ResultView
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
@@ -178,3 +181,89 @@ def new_deliberation(
         story_id=c.metadata.get("story_id", ""),
         requested_by=c.metadata.get("requested_by", "grpc"),
     )
+
+
+# ------------------------------------------------------------------ streaming, listing, cancel
+
+PB_TO_STATUS: dict[int, DeliberationStatus] = {v: k for k, v in STATUS_TO_PB.items()}
+MAX_REASON_BYTES = 1024
+
+
+def update(p: Progress, role: str) -> pb.DeliberationUpdate:
+    """A progress step as the seed's DeliberationUpdate (partial_result when there is content)."""
+    u = pb.DeliberationUpdate(
+        status=p.status, progress_percent=p.percent, current_step=p.step, current_agent=p.agent
+    )
+    if p.content or p.score is not None or p.rank:
+        u.partial_result.CopyFrom(
+            pb.DeliberationResult(
+                proposal=pb.Proposal(author_id=p.agent, author_role=role, content=p.content),
+                score=p.score or 0.0,
+                rank=p.rank,
+            )
+        )
+    return u
+
+
+def _ms_time(ms: int, field: str) -> datetime | None:
+    if ms < 0:
+        raise InvalidDeliberationError(field, f"{ms} must be >= 0 (0: no bound)")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC) if ms else None
+
+
+def list_filter(request: pb.ListDeliberationsRequest) -> ListFilter:
+    status = ""
+    if request.status:
+        known = PB_TO_STATUS.get(request.status)
+        if known is None:
+            raise InvalidDeliberationError("status", f"{request.status} is not a status")
+        status = known.value
+    role = Role.parse(request.role).value if request.role else ""
+    plan = task_id(request.plan_id, field="plan_id") if request.plan_id else ""
+    after = _ms_time(request.created_after_ms, "created_after_ms")
+    before = _ms_time(request.created_before_ms, "created_before_ms")
+    if after and before and after >= before:
+        raise InvalidDeliberationError("created_before_ms", "must be after created_after_ms")
+    return ListFilter(
+        status=status, role=role, plan_id=plan, created_after=after, created_before=before
+    )
+
+
+def _ms(t: datetime | None) -> int:
+    return int(t.timestamp() * 1000) if t is not None else 0
+
+
+def list_response(page: Page) -> pb.ListDeliberationsResponse:
+    return pb.ListDeliberationsResponse(
+        deliberations=[
+            pb.DeliberationSummary(
+                task_id=s.task_id,
+                deliberation_id=s.deliberation_id,
+                role=s.role,
+                status=_status_pb(s.status),  # type: ignore[arg-type]
+                plan_id=s.plan_id,
+                story_id=s.story_id,
+                created_at_ms=_ms(s.created_at),
+                finished_at_ms=_ms(s.finished_at),
+                winner_id=s.winner,
+                num_agents=s.num_agents,
+                rounds=s.rounds,
+                task_description=s.task,
+            )
+            for s in page.items
+        ],
+        next_page_token=page.next_token,
+    )
+
+
+def _status_pb(name: str) -> int:
+    try:
+        return STATUS_TO_PB[DeliberationStatus(name)]
+    except ValueError:  # a status the graph has and this version does not know
+        return pb.DELIBERATION_STATUS_UNKNOWN
+
+
+def cancel_reason(raw: str) -> str:
+    if len(raw.encode()) > MAX_REASON_BYTES:
+        raise InvalidDeliberationError("reason", f"longer than {MAX_REASON_BYTES} bytes")
+    return raw.strip()

@@ -1,29 +1,44 @@
-"""RPCs that start deliberations and read their outcome."""
+"""RPCs that start, watch, list and cancel deliberations, and read their outcome.
+
+Extras read from ``ApiServices.extras``: ``"watch"`` (a ``fleet.watch.WatchHub``, for
+StreamDeliberation) and ``"listing"`` (a ``fleet.listing.DeliberationListing``). Without them
+those RPCs answer UNAVAILABLE.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
+from aggregates import Deliberation, deliberation_id
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated
+from fleet.grpc._errors import translated, translated_stream
 from fleet.grpc._services import ApiServices
+from fleet.ledger import DeliberationNotFoundError
+from fleet.listing import DeliberationListing
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.queries import ServiceUnavailableError
+from fleet.watch import ProgressTracker, WatchHub
 
 log = logging.getLogger(__name__)
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
 
+def _extra(services: ApiServices, key: str) -> Any:
+    part = services.extras.get(key)
+    if part is None:
+        raise ServiceUnavailableError(f"this node does not serve {key!r}")
+    return part
+
+
 class DeliberationRpcs:
     services: ApiServices
 
-    @translated
-    async def Deliberate(
-        self, request: pb.DeliberateRequest, context: Ctx
-    ) -> pb.DeliberateResponse:
+    async def _create(self, request: pb.DeliberateRequest) -> Deliberation:
         s = self.services
         d = _mapping.new_deliberation(
             request,
@@ -38,6 +53,13 @@ class DeliberationRpcs:
             stored.task_id,
             "requested" if created else "already requested",
         )
+        return stored
+
+    @translated
+    async def Deliberate(
+        self, request: pb.DeliberateRequest, context: Ctx
+    ) -> pb.DeliberateResponse:
+        stored = await self._create(request)
         return pb.DeliberateResponse(
             task_id=stored.task_id,
             status=_mapping.STATUS_TO_PB[stored.status],  # type: ignore[arg-type]
@@ -50,3 +72,64 @@ class DeliberationRpcs:
     ) -> pb.GetDeliberationResultResponse:
         view = await self.services.queries.result(_mapping.task_id(request.task_id))
         return _mapping.result_response(view)
+
+    @translated_stream
+    async def StreamDeliberation(
+        self, request: pb.DeliberateRequest, context: Ctx
+    ) -> AsyncIterator[pb.DeliberationUpdate]:
+        """Resume the deliberation ``task_id`` names, or start it; then stream to its end.
+
+        A resumed stream replays the progress so far, then continues live. A task id that names
+        nothing, with no task description to start it from, is NOT_FOUND.
+        """
+        hub: WatchHub = _extra(self.services, "watch")
+        d_id = await self._stream_target(request)
+        tracker = ProgressTracker()
+        role = request.role
+        async for event in hub.watch(d_id):
+            if isinstance(event, Deliberation.Requested):
+                role = event.role
+            for p in tracker.apply(event):
+                yield _mapping.update(p, role)
+
+    async def _stream_target(self, request: pb.DeliberateRequest) -> uuid.UUID:
+        if request.task_id:
+            d_id = deliberation_id(_mapping.task_id(request.task_id))
+            try:
+                await self.services.store.get(d_id)
+                return d_id
+            except DeliberationNotFoundError:
+                if not request.task_description:
+                    raise  # watching something never requested
+        return (await self._create(request)).id
+
+    @translated
+    async def ListDeliberations(
+        self, request: pb.ListDeliberationsRequest, context: Ctx
+    ) -> pb.ListDeliberationsResponse:
+        listing: DeliberationListing = _extra(self.services, "listing")
+        page = await listing.list(
+            _mapping.list_filter(request),
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        return _mapping.list_response(page)
+
+    @translated
+    async def CancelDeliberation(
+        self, request: pb.CancelDeliberationRequest, context: Ctx
+    ) -> pb.CancelDeliberationResponse:
+        """CANCELLED now; FAILED_PRECONDITION when it already ended, NOT_FOUND when unknown."""
+        task = _mapping.task_id(request.task_id)
+        reason = _mapping.cancel_reason(request.reason) or "cancelled by a client"
+
+        def cancel(d: Deliberation) -> Deliberation:
+            d.cancel(reason)
+            return d
+
+        d = await self.services.store.update(deliberation_id(task), cancel)
+        log.info("deliberation %s (task %s) cancelled: %s", d.id, task, reason)
+        return pb.CancelDeliberationResponse(
+            task_id=task,
+            status=_mapping.STATUS_TO_PB[d.status],  # type: ignore[arg-type]
+        )

@@ -7,6 +7,7 @@ mapping in ``_mapping``, error translation in ``_errors``, the parts they use in
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from types import TracebackType
 
 import grpc
@@ -16,6 +17,8 @@ from grpc_reflection.v1alpha import reflection
 from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
+from fleet.grpc.rpc_plans import PlanRpcs
+from fleet.grpc.rpc_status import StatusRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 
@@ -25,7 +28,9 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OrchestratorService"].full_name
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # a task is at most 64 KiB; results of 16 agents fit easily
 
 
-class OrchestratorServicer(DeliberationRpcs, HistoryRpcs, pb_grpc.OrchestratorServiceServicer):
+class OrchestratorServicer(
+    DeliberationRpcs, HistoryRpcs, PlanRpcs, StatusRpcs, pb_grpc.OrchestratorServiceServicer
+):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented
     answers UNIMPLEMENTED (the generated base class)."""
 
@@ -40,13 +45,22 @@ class GrpcServer:
     so a load balancer drains it before it stops.
     """
 
-    def __init__(self, servicer: OrchestratorServicer, *, host: str, port: int) -> None:
+    def __init__(
+        self,
+        servicer: OrchestratorServicer,
+        *,
+        host: str,
+        port: int,
+        credentials: grpc.ServerCredentials | None = None,
+        interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    ) -> None:
         self.address = f"{host}:{port}"
         self._server = grpc.aio.server(
+            interceptors=list(interceptors),
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ]
+            ],
         )
         pb_grpc.add_OrchestratorServiceServicer_to_server(servicer, self._server)
         self._health = health.aio.HealthServicer()
@@ -54,7 +68,12 @@ class GrpcServer:
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        bound = self._server.add_insecure_port(self.address)
+        # TLS (and mTLS) when credentials are given (``fleet.grpc._auth.server_credentials``).
+        bound = (
+            self._server.add_secure_port(self.address, credentials)
+            if credentials is not None
+            else self._server.add_insecure_port(self.address)
+        )
         if bound == 0:
             raise OSError(f"gRPC: cannot listen on {self.address} (in use?)")
         self.port = bound

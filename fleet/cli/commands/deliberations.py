@@ -1,13 +1,23 @@
-"""``fleet deliberate`` and ``fleet result``: submit work and read its outcome."""
+"""``fleet deliberate`` and ``fleet result``: submit work and read its outcome.
+
+``--wait`` follows the deliberation over StreamDeliberation with a live view of each agent; a
+stream cut by a node going away is resumed (the server replays, the view folds idempotently).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import time
 from typing import Any
 
+import grpc
+
 from fleet import render
-from fleet.cli._common import add_client_options, api_address, console
+from fleet.cli._common import CliError, add_client_options, client, console
+
+RESUME_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 def register(sub: Any) -> None:
@@ -18,9 +28,7 @@ def register(sub: Any) -> None:
     d.add_argument("--agents", type=int, default=3, help="agents on the council (1..16)")
     d.add_argument("--rounds", type=int, default=1, help="rounds (1..5)")
     d.add_argument("--task-id", help="your id for it (idempotent); generated when absent")
-    d.add_argument(
-        "--timeout", type=int, help="seconds to TIMEOUT (default DELIBERATION_TIMEOUT)"
-    )
+    d.add_argument("--timeout", type=int, help="seconds to TIMEOUT (default DELIBERATION_TIMEOUT)")
     d.add_argument("--wait", action="store_true", help="wait for the result, showing progress")
     d.add_argument("--wait-timeout", type=float, default=900.0)
     d.set_defaults(fn=cmd_deliberate)
@@ -32,10 +40,10 @@ def register(sub: Any) -> None:
 
 
 async def cmd_deliberate(args: argparse.Namespace) -> None:
-    from fleet.client import FleetClient, status_name
+    from fleet.client import status_name
 
-    async with FleetClient(api_address(args)) as client:
-        resp = await client.deliberate(
+    async with client(args) as c:
+        resp = await c.deliberate(
             args.task,
             role=args.role,
             num_agents=args.agents,
@@ -49,36 +57,58 @@ async def cmd_deliberate(args: argparse.Namespace) -> None:
             else:
                 console.print(f"task [bold]{resp.task_id}[/] {status_name(resp.status)}")
             return
-        final = await wait_with_progress(client, resp.task_id, args.wait_timeout, args.json)
+        final = await wait_with_progress(c, resp.task_id, args.wait_timeout, args.json)
         print_result(final, args.json)
 
 
 async def cmd_result(args: argparse.Namespace) -> None:
-    from fleet.client import FleetClient
-
-    async with FleetClient(api_address(args)) as client:
-        print_result(await client.result(args.task_id), args.json)
+    async with client(args) as c:
+        print_result(await c.result(args.task_id), args.json)
 
 
-async def wait_with_progress(client: Any, task_id: str, timeout: float, quiet: bool) -> Any:
-    """Wait for a terminal status, with a live line of status and proposals for people."""
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+async def follow(
+    c: Any, task_id: str, timeout: float, on_update: Any = None, *, retries: int = 5
+) -> None:
+    """Consume the deliberation's stream to its end, resuming when a node goes away."""
+    deadline = time.monotonic() + timeout
+    attempt = 0
+    while True:
+        try:
+            async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
+                async for u in c.stream(task_id):
+                    if on_update is not None:
+                        on_update(u)
+            return
+        except TimeoutError:
+            raise CliError(f"task {task_id} not finished after {timeout:g} s") from None
+        except grpc.aio.AioRpcError as e:
+            attempt += 1
+            if e.code() not in RESUME_CODES or attempt > retries:
+                raise
+            await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
 
-    from fleet.client import status_name
 
+async def wait_with_progress(c: Any, task_id: str, timeout: float, quiet: bool) -> Any:
+    """Follow to a terminal state (a live view of each agent for people) and return the result.
+
+    The result is read after the stream ends; the cache may trail the stream by a moment, so
+    ``wait`` polls the few milliseconds until it shows the terminal state too.
+    """
+    t0 = time.monotonic()
     if quiet:
-        return await client.wait(task_id, timeout=timeout)
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-        TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-        console=console, transient=True,
-    ) as progress:  # fmt: skip
-        bar = progress.add_task(f"deliberation {task_id}", total=None, info="PENDING")
+        await follow(c, task_id, timeout)
+    else:
+        from rich.live import Live
 
-        def update(r: Any) -> None:
-            progress.update(bar, info=f"{status_name(r.status)} · {len(r.results)} proposal(s)")
+        view = render.LiveProgress(task_id)
+        with Live(view, console=console, refresh_per_second=8, transient=False) as live:
 
-        return await client.wait(task_id, timeout=timeout, on_update=update)
+            def update(u: Any) -> None:
+                view.apply(u)
+                live.update(view)
+
+            await follow(c, task_id, timeout, update)
+    return await c.wait(task_id, timeout=max(5.0, timeout - (time.monotonic() - t0)))
 
 
 def print_result(r: Any, as_json: bool) -> None:

@@ -17,6 +17,18 @@ def register(sub: Any) -> None:
     up.add_argument("--data-dir")
     up.add_argument("--grpc-port", type=int)
     up.add_argument("--grpc-host")
+    up.add_argument(
+        "--components",
+        help="parts to run, comma-separated: api,dispatcher,projectors,agents (default all; "
+        "FLEET_COMPONENTS). dispatcher implies agents; the event store is always connected",
+    )
+    up.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")
+    up.add_argument(
+        "--agent-backend",
+        choices=("ray", "nats"),
+        help="ray: warm Ray actors (default); nats: a JetStream work queue served by workers "
+        "(in this process, FLEET_LOCAL_WORKERS per role, and any `fleet worker`)",
+    )
     up.set_defaults(fn=cmd_up)
 
     demo = sub.add_parser(
@@ -28,16 +40,34 @@ def register(sub: Any) -> None:
 
 
 async def cmd_up(args: argparse.Namespace) -> None:
-    from fleet.bootstrap import FleetNode
+    import logging
 
-    s = settings(args)
+    from fleet import logs
+    from fleet.bootstrap import FleetNode
+    from fleet.config import parse_components
+
+    overrides: dict[str, Any] = {
+        "metrics_port": args.metrics_port,
+        "agent_backend": args.agent_backend,
+    }
+    if args.components:
+        overrides["components"] = parse_components(args.components)
+    s = settings(args, **overrides)
+    logs.configure(logging.getLogger().level, s.log_format)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+
+    def on_signals() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+
+    on_signals()
     with console.status("starting Fleet…") as status:
         node = FleetNode(s, on_stage=lambda name, dt: status.update(f"{name} ready ({dt:.1f} s)…"))
         await node.start()
+    # Again: ray.init installs its own fatal-signal handler (it aborts the process on SIGTERM),
+    # which would skip the clean stop below.
+    on_signals()
     try:
         print_endpoints(node)
         console.print("[green]Fleet is up.[/] Ctrl-C stops it; the next start resumes.")
@@ -65,13 +95,18 @@ def print_endpoints(node: Any) -> None:
     e = node.endpoints
     times = node.stage_seconds
     rows = [
-        ("gRPC API", e.grpc, times.get("gRPC API")),
+        ("gRPC API", e.grpc or "off (--components)", times.get("gRPC API")),
         ("event store", f"{e.nats_url} stream {e.stream}", times.get("event store (JetStream)")),
         ("cache", e.valkey_url or "off (replay on read)", None),
         ("graph", e.graph, times.get("projections")),
-        ("LLM", f"{e.llm_url} model {e.model}", times.get("LLM endpoint")),
-        ("Ray", e.ray, times.get("agents (Ray)")),
+        ("LLM", f"{e.llm_url} model {e.model}" if e.llm_url else "", times.get("LLM endpoint")),
+        ("agents" if "NATS" in e.ray else "Ray", e.ray, times.get("agents (Ray)")),
+        ("metrics", e.metrics or "off (FLEET_METRICS_PORT)", None),
     ]
+    runs = set(e.components.split(",")) if e.components else None
+    console.print(f"components: {e.components or 'all'}")
     for part, where, dt in rows:
+        if not where or (part in ("Ray", "agents") and runs is not None and "agents" not in runs):
+            continue
         t.add_row(part, where, f"{dt:.1f} s" if dt is not None else "")
     console.print(t)

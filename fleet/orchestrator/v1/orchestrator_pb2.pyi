@@ -433,3 +433,54 @@ class GetStatusResponse(_message.Message):
     deliberations_in_flight: int
     endpoints: _containers.ScalarMap[str, str]
     def __init__(self, version: _Optional[str] = ..., stream_head: _Optional[int] = ..., projections: _Optional[_Iterable[_Union[ProjectionStatus, _Mapping]]] = ..., deliberations_in_flight: _Optional[int] = ..., endpoints: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RebuildProjectionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RebuildProjectionResponse(_message.Message):
+    __slots__ = ("name", "target")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    target: int
+    def __init__(self, name: _Optional[str] = ..., target: _Optional[int] = ...) -> None: ...
+
+class VerifyProjectionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProjectionDifference(_message.Message):
+    __slots__ = ("projection", "deliberation_id", "task_id", "detail")
+    PROJECTION_FIELD_NUMBER: _ClassVar[int]
+    DELIBERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    projection: str
+    deliberation_id: str
+    task_id: str
+    detail: str
+    def __init__(self, projection: _Optional[str] = ..., deliberation_id: _Optional[str] = ..., task_id: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class VerifyProjectionsResponse(_message.Message):
+    __slots__ = ("stream_head", "deliberations", "differences", "cache_misses", "positions")
+    class PositionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    STREAM_HEAD_FIELD_NUMBER: _ClassVar[int]
+    DELIBERATIONS_FIELD_NUMBER: _ClassVar[int]
+    DIFFERENCES_FIELD_NUMBER: _ClassVar[int]
+    CACHE_MISSES_FIELD_NUMBER: _ClassVar[int]
+    POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    stream_head: int
+    deliberations: int
+    differences: _containers.RepeatedCompositeFieldContainer[ProjectionDifference]
+    cache_misses: int
+    positions: _containers.ScalarMap[str, int]
+    def __init__(self, stream_head: _Optional[int] = ..., deliberations: _Optional[int] = ..., differences: _Optional[_Iterable[_Union[ProjectionDifference, _Mapping]]] = ..., cache_misses: _Optional[int] = ..., positions: _Optional[_Mapping[str, int]] = ...) -> None: ...

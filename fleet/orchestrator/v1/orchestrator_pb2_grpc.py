@@ -79,6 +79,16 @@ class OrchestratorServiceStub:
                 request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
                 response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
                 _registered_method=True)
+        self.RebuildProjection = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/RebuildProjection',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionResponse.FromString,
+                _registered_method=True)
+        self.VerifyProjections = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/VerifyProjections',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -148,6 +158,21 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RebuildProjection(self, request, context):
+        """Deletes one projection's store (graph or cache) and replays it from sequence 1; returns at
+        once with the head it will catch up to (follow it with GetStatus).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def VerifyProjections(self, request, context):
+        """Replays every deliberation and reports where the graph or the cache differs from it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -195,6 +220,16 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.GetStatus,
                     request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.FromString,
                     response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.SerializeToString,
+            ),
+            'RebuildProjection': grpc.unary_unary_rpc_method_handler(
+                    servicer.RebuildProjection,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionResponse.SerializeToString,
+            ),
+            'VerifyProjections': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyProjections,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -440,6 +475,60 @@ class OrchestratorService:
             '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RebuildProjection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/RebuildProjection',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RebuildProjectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyProjections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/VerifyProjections',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

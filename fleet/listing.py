@@ -1,0 +1,176 @@
+"""ListDeliberations: filtered, newest-first pages over the history graph's Deliberation nodes.
+
+The graph is a projection, so a deliberation appears here once the graph runner has applied its
+``Requested`` event (normally milliseconds) and its status is the graph's. For the authoritative
+status of one deliberation use ``GetDeliberationResult``.
+
+Paging is keyset paging on ``(created_at, id)``, both strings in every adapter (ISO-8601 UTC
+times sort as text): a page token names the last row returned and a digest of the filters, so it
+is stable while new deliberations arrive and refuses to continue a different query. The token is
+opaque to clients (URL-safe base64 of a small JSON object); its format may change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from aggregates import InvalidDeliberationError, Role
+from fleet.queries import HistoryGraph, ServiceUnavailableError
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+TASK_PREVIEW_CHARS = 1000  # a page of 500 stays far below the 4 MiB message limit
+
+_LIST = """
+MATCH (d:Deliberation)
+WHERE d.created_at IS NOT NULL
+  AND ($status = '' OR d.status = $status)
+  AND ($role = '' OR d.role = $role)
+  AND ($plan_id = '' OR d.plan_id = $plan_id)
+  AND ($after = '' OR d.created_at >= $after)
+  AND ($before = '' OR d.created_at < $before)
+  AND ($cursor_at = '' OR d.created_at < $cursor_at
+       OR (d.created_at = $cursor_at AND d.id < $cursor_id))
+RETURN d.id AS id, d.task_id AS task_id, d.role AS role, d.status AS status,
+       d.plan_id AS plan_id, d.story_id AS story_id, d.created_at AS created_at,
+       d.finished_at AS finished_at, d.winner AS winner, d.num_agents AS num_agents,
+       d.rounds AS rounds, d.task AS task
+ORDER BY created_at DESC, id DESC
+LIMIT {limit}
+"""
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    status: str = ""
+    """A DeliberationStatus value (e.g. ``COMPLETED``); empty: any."""
+    role: str = ""
+    plan_id: str = ""
+    created_after: datetime | None = None
+    """Inclusive."""
+    created_before: datetime | None = None
+    """Exclusive."""
+
+    def params(self) -> dict[str, str]:
+        return {
+            "status": self.status,
+            "role": Role.parse(self.role).value if self.role else "",
+            "plan_id": self.plan_id,
+            "after": _iso(self.created_after),
+            "before": _iso(self.created_before),
+        }
+
+    def digest(self) -> str:
+        raw = json.dumps(self.params(), sort_keys=True).encode()
+        return hashlib.sha256(raw).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Summary:
+    deliberation_id: str
+    task_id: str
+    role: str
+    status: str
+    plan_id: str
+    story_id: str
+    created_at: datetime | None
+    finished_at: datetime | None
+    winner: str
+    num_agents: int
+    rounds: int
+    task: str
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Summary]
+    next_token: str
+    """Empty on the last page."""
+
+
+class DeliberationListing:
+    """Lists deliberations from the history graph. Use from one asyncio loop."""
+
+    def __init__(self, graph: HistoryGraph | None) -> None:
+        self._graph = graph
+
+    async def list(self, f: ListFilter, *, page_size: int = 0, page_token: str = "") -> Page:
+        if self._graph is None:
+            raise ServiceUnavailableError("no history graph is configured")
+        if not 0 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidDeliberationError("page_size", f"{page_size} not in 0..{MAX_PAGE_SIZE}")
+        size = page_size or DEFAULT_PAGE_SIZE
+        params: dict[str, Any] = {**f.params(), "cursor_at": "", "cursor_id": ""}
+        if page_token:
+            params["cursor_at"], params["cursor_id"] = _decode(page_token, f.digest())
+        cypher = _LIST.format(limit=size + 1)
+        rows = await asyncio.to_thread(self._graph.query, cypher, params, limit=size + 1)
+        items = [_summary(r) for r in rows[:size]]
+        token = ""
+        if len(rows) > size and items:
+            last = rows[size - 1]
+            token = _encode(str(last["created_at"]), str(last["id"]), f.digest())
+        return Page(items=items, next_token=token)
+
+
+def _iso(t: datetime | None) -> str:
+    return t.astimezone(UTC).isoformat() if t is not None else ""
+
+
+def _encode(at: str, d_id: str, digest: str) -> str:
+    raw = json.dumps({"at": at, "id": d_id, "f": digest}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(token: str, digest: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = json.loads(raw)
+        at, d_id, f = str(data["at"]), str(data["id"]), str(data["f"])
+    except (ValueError, TypeError, KeyError):
+        raise InvalidDeliberationError("page_token", "not a token this API issued") from None
+    if f != digest:
+        raise InvalidDeliberationError("page_token", "was issued for different filters")
+    return at, d_id
+
+
+def _time(v: Any) -> datetime | None:
+    if not v:
+        return None
+    try:
+        return datetime.fromisoformat(str(v))
+    except ValueError:
+        return None
+
+
+def _summary(r: Mapping[str, Any]) -> Summary:
+    task = str(r.get("task") or "")
+    return Summary(
+        deliberation_id=str(r.get("id") or ""),
+        task_id=str(r.get("task_id") or ""),
+        role=str(r.get("role") or ""),
+        status=str(r.get("status") or ""),
+        plan_id=str(r.get("plan_id") or ""),
+        story_id=str(r.get("story_id") or ""),
+        created_at=_time(r.get("created_at")),
+        finished_at=_time(r.get("finished_at")),
+        winner=str(r.get("winner") or ""),
+        num_agents=int(r.get("num_agents") or 0),
+        rounds=int(r.get("rounds") or 0),
+        task=task[:TASK_PREVIEW_CHARS],
+    )
+
+
+def summary_dict(s: Summary) -> dict[str, Any]:
+    """A summary as JSON-ready values (ISO times)."""
+    d = asdict(s)
+    for k in ("created_at", "finished_at"):
+        d[k] = d[k].isoformat() if d[k] else None
+    return d

@@ -1,0 +1,187 @@
+"""Prometheus metrics on an HTTP port (``FLEET_METRICS_PORT``; off when unset or 0).
+
+Most numbers are derived from the event stream (the node's ``WatchHub`` feeds every event to
+``FleetMetrics.observe``), not from instrumenting other packages, so they mean what the events
+mean. Counters count events this process saw since it started (Prometheus' usual reset-on-restart
+semantics); with several API replicas each exports the same counts, so aggregate with ``max``.
+
+Metric names:
+
+* ``fleet_deliberations_total{status}``: deliberations entering a status (PENDING on request,
+  IN_PROGRESS on start, then COMPLETED / FAILED / TIMEOUT / CANCELLED).
+* ``fleet_agent_call_seconds{model}``: agent call latency (histogram, from ProposalReceived).
+* ``fleet_agent_tokens_total{model,kind}``: tokens, kind = completion | prompt.
+* ``fleet_agent_failures_total``: AgentFailed events.
+* ``fleet_store_write_seconds{op}``: event-store write latency, op = create | update
+  (``ObservedStore``, wrapped around the store the API and dispatcher use).
+* ``fleet_projection_lag_events{projection}`` and ``fleet_stream_head``: read at scrape time.
+* ``fleet_dispatcher_active_deliberations``: the dispatcher's queue depth (its ``active``).
+* ``fleet_watch_streams``: open StreamDeliberation watchers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+from uuid import UUID
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from aggregates import Deliberation
+from fleet import logs
+from fleet.telemetry import span
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_STATUS_OF: dict[type[Any], str] = {
+    Deliberation.Requested: "PENDING",
+    Deliberation.Started: "IN_PROGRESS",
+    Deliberation.Completed: "COMPLETED",
+    Deliberation.Failed: "FAILED",
+    Deliberation.TimedOut: "TIMEOUT",
+    Deliberation.Cancelled: "CANCELLED",
+}
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120, 300)
+
+
+class _Lag(Collector):
+    def __init__(self, head: Callable[[], int], runners: Sequence[Any]) -> None:
+        self._head = head
+        self._runners = runners
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        try:
+            head = int(self._head() or 0)
+        except Exception as e:  # a scrape must not fail because the store blinked
+            log.warning("metrics: cannot read the stream head (%s)", e)
+            return
+        yield GaugeMetricFamily("fleet_stream_head", "Last stream sequence", value=head)
+        lag = GaugeMetricFamily(
+            "fleet_projection_lag_events", "Events behind the head", labels=["projection"]
+        )
+        for r in self._runners:
+            lag.add_metric([str(r.name)], max(0, head - int(r.position())))
+        yield lag
+
+
+class FleetMetrics:
+    """One registry per node (not the global one: tests run several nodes in one process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.deliberations = Counter(
+            "fleet_deliberations", "Deliberations entering a status", ["status"], registry=r
+        )
+        self.agent_seconds = Histogram(
+            "fleet_agent_call_seconds", "Agent call latency", ["model"],
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.tokens = Counter(
+            "fleet_agent_tokens", "Tokens used by agents", ["model", "kind"], registry=r
+        )
+        self.agent_failures = Counter("fleet_agent_failures", "AgentFailed events", registry=r)
+        self.store_seconds = Histogram(
+            "fleet_store_write_seconds", "Event-store write latency", ["op"], registry=r
+        )
+        self.dispatcher_active = Gauge(
+            "fleet_dispatcher_active_deliberations", "Deliberations being driven", registry=r
+        )
+        self.watch_streams = Gauge(
+            "fleet_watch_streams", "Open StreamDeliberation watchers", registry=r
+        )
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    def observe(self, e: Any) -> None:
+        """Count one domain event."""
+        status = _STATUS_OF.get(type(e))
+        if status is not None:
+            self.deliberations.labels(status).inc()
+        if isinstance(e, Deliberation.ProposalReceived):
+            model = e.model or "unknown"
+            self.agent_seconds.labels(model).observe(e.latency_ms / 1000)
+            self.tokens.labels(model, "completion").inc(max(0, e.tokens))
+            self.tokens.labels(model, "prompt").inc(max(0, e.prompt_tokens or 0))
+        elif isinstance(e, Deliberation.AgentFailed):
+            self.agent_failures.inc()
+
+    def track_projections(self, head: Callable[[], int], runners: Sequence[Any]) -> None:
+        self.registry.register(_Lag(head, runners))
+
+    def track_dispatcher(self, dispatcher: Any) -> None:
+        self.dispatcher_active.set_function(lambda: float(dispatcher.active))
+
+    def track_watchers(self, hub: Any) -> None:
+        self.watch_streams.set_function(lambda: float(hub.watchers))
+
+    async def follow(self, hub: Any) -> None:
+        """Observe every event the hub routes, until cancelled or the hub stops."""
+        from fleet.watch import _Closed
+
+        async with hub.subscribe(None) as q:
+            while True:
+                e = await q.get()
+                if isinstance(e, _Closed):
+                    return
+                self.observe(e)
+
+    def start(self, hub: Any, host: str, port: int) -> int:
+        """Serve /metrics on (host, port) and follow ``hub``; returns the bound port."""
+        from prometheus_client import start_http_server
+
+        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        self._task = asyncio.create_task(self.follow(hub), name="metrics")
+        return int(self._server.server_address[1])
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._server is not None:
+            await asyncio.to_thread(self._server.shutdown)
+            self._server.server_close()
+            self._server = None
+
+
+class ObservedStore:
+    """The deliberation store, with each write timed, traced and logged under its id.
+
+    Delegates everything to the store it wraps; the dispatcher and the API use it unchanged.
+    """
+
+    def __init__(self, inner: Any, metrics: FleetMetrics | None) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    async def create(self, deliberation: Deliberation) -> tuple[Deliberation, bool]:
+        d_id = str(deliberation.id)
+        with logs.bind(d_id), span("store create", **{"fleet.deliberation_id": d_id}):
+            t0 = time.perf_counter()
+            try:
+                result: tuple[Deliberation, bool] = await self._inner.create(deliberation)
+                return result
+            finally:
+                if self._metrics is not None:
+                    self._metrics.store_seconds.labels("create").observe(time.perf_counter() - t0)
+
+    async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
+        d_id = str(deliberation_id)
+        with logs.bind(d_id), span("store update", **{"fleet.deliberation_id": d_id}):
+            t0 = time.perf_counter()
+            try:
+                result: T = await self._inner.update(deliberation_id, change)
+                return result
+            finally:
+                if self._metrics is not None:
+                    self._metrics.store_seconds.labels("update").observe(time.perf_counter() - t0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

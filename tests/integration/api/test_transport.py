@@ -1,0 +1,267 @@
+"""Transport: TLS, mTLS, the bearer token, graceful shutdown of health, traces and log context.
+
+The servicer here reads from fakes: these tests are about the wire, not about deliberations. The
+certificates are made at test time (a throwaway CA, a server cert for 127.0.0.1/localhost and a
+client cert), with the ``cryptography`` package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import pytest_asyncio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from fleet import logs
+from fleet.client import ClientSecurity, FleetClient
+from fleet.config import Settings
+from fleet.embedded._process import free_port
+from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
+from fleet.grpc._services import ApiServices
+from fleet.grpc.server import SERVICE_NAME, GrpcServer, OrchestratorServicer
+from fleet.ledger import DeliberationNotFoundError
+
+pytestmark = pytest.mark.timeout(60)
+TOKEN = "s3cret-token-value"
+
+
+class _NoDeliberations:
+    """Queries and store that know no deliberation (every read is NOT_FOUND)."""
+
+    async def result(self, task_id: str) -> Any:
+        raise DeliberationNotFoundError(f"Deliberation for task {task_id} not found")
+
+    async def get(self, d_id: Any) -> Any:
+        raise DeliberationNotFoundError(f"Deliberation {d_id} not found")
+
+
+def _servicer() -> OrchestratorServicer:
+    fake: Any = _NoDeliberations()
+    return OrchestratorServicer(ApiServices(fake, fake, default_timeout_s=300))
+
+
+# ---------------------------------------------------------------------------- certificates
+
+
+@dataclass
+class Pki:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+    other_ca: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> Path:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return path
+
+
+def _cert(
+    name: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
+    *,
+    ca: bool = False,
+    san: list[x509.GeneralName] | None = None,
+) -> x509.Certificate:
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    issuer_name, issuer_key = issuer or (subject, key)
+    now = dt.datetime.now(tz=dt.UTC)
+    b = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if san:
+        b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    return b.sign(issuer_key, hashes.SHA256())
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> Path:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    d = tmp_path_factory.mktemp("pki")
+    ca_key, other_key = _key(), _key()
+    ca = _cert("fleet test CA", ca_key, None, ca=True)
+    other = _cert("some other CA", other_key, None, ca=True)
+    server_key, client_key = _key(), _key()
+    san: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+    ]
+    server = _cert("fleet-api", server_key, (ca.subject, ca_key), san=san)
+    client = _cert("fleet-cli", client_key, (ca.subject, ca_key))
+    return Pki(
+        ca=_write_cert(d / "ca.pem", ca),
+        server_cert=_write_cert(d / "server.pem", server),
+        server_key=_write_key(d / "server.key", server_key),
+        client_cert=_write_cert(d / "client.pem", client),
+        client_key=_write_key(d / "client.key", client_key),
+        other_ca=_write_cert(d / "other-ca.pem", other),
+    )
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_server() -> AsyncIterator[Any]:
+    servers: list[GrpcServer] = []
+
+    async def make(**kw: Any) -> GrpcServer:
+        server = GrpcServer(_servicer(), host="127.0.0.1", port=free_port(), **kw)
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield make
+    for s in servers:
+        await s.shutdown(grace=0)
+
+
+async def _reaches_servicer(client: FleetClient) -> grpc.StatusCode:
+    """The code of a call that only the servicer answers (NOT_FOUND means it got through)."""
+    try:
+        await client.result("anything")
+    except grpc.aio.AioRpcError as e:
+        return e.code()
+    return grpc.StatusCode.OK
+
+
+async def test_tls_serves_tls_clients_and_refuses_plaintext(make_server: Any, pki: Pki) -> None:
+    server = await make_server(credentials=server_credentials(pki.server_cert, pki.server_key))
+    async with FleetClient(server.address, security=ClientSecurity(ca_file=pki.ca)) as c:
+        assert await _reaches_servicer(c) == grpc.StatusCode.NOT_FOUND
+    async with FleetClient(server.address, timeout=3) as plain:
+        assert await _reaches_servicer(plain) == grpc.StatusCode.UNAVAILABLE
+    untrusted = ClientSecurity(ca_file=pki.other_ca)
+    async with FleetClient(server.address, timeout=3, security=untrusted) as c:
+        assert await _reaches_servicer(c) == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_mtls_refuses_a_client_without_a_certificate(make_server: Any, pki: Pki) -> None:
+    creds = server_credentials(pki.server_cert, pki.server_key, pki.ca)
+    server = await make_server(credentials=creds)
+    no_cert = ClientSecurity(ca_file=pki.ca)
+    async with FleetClient(server.address, timeout=3, security=no_cert) as c:
+        assert await _reaches_servicer(c) == grpc.StatusCode.UNAVAILABLE
+    with_cert = ClientSecurity(ca_file=pki.ca, cert_file=pki.client_cert, key_file=pki.client_key)
+    async with FleetClient(server.address, security=with_cert) as c:
+        assert await _reaches_servicer(c) == grpc.StatusCode.NOT_FOUND
+
+
+async def test_the_token_is_required_on_every_call_but_health(make_server: Any, pki: Pki) -> None:
+    server = await make_server(
+        credentials=server_credentials(pki.server_cert, pki.server_key),
+        interceptors=[BearerTokenInterceptor(TOKEN)],
+    )
+    for token, code in [
+        ("", grpc.StatusCode.UNAUTHENTICATED),
+        ("wrong", grpc.StatusCode.UNAUTHENTICATED),
+        (TOKEN, grpc.StatusCode.NOT_FOUND),
+    ]:
+        sec = ClientSecurity(ca_file=pki.ca, token=token)
+        async with FleetClient(server.address, security=sec) as c:
+            assert await _reaches_servicer(c) == code, token
+            if code == grpc.StatusCode.UNAUTHENTICATED:
+                with pytest.raises(grpc.aio.AioRpcError) as e:  # a server stream is refused too
+                    [u async for u in c.stream("anything")]
+                assert e.value.code() == code
+                health = health_pb2_grpc.HealthStub(c.channel)
+                r = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+                assert r.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_secrets_stay_out_of_settings_repr() -> None:
+    s = Settings.from_env({"FLEET_API_TOKEN": TOKEN, "NEO4J_PASSWORD": "pw-value"})
+    assert s.api_token == TOKEN
+    assert TOKEN not in repr(s) and "pw-value" not in repr(s)
+    assert TOKEN not in repr(ClientSecurity(token=TOKEN))
+
+
+async def test_health_turns_not_serving_at_the_start_of_a_graceful_shutdown(
+    make_server: Any,
+) -> None:
+    server: GrpcServer = await make_server()
+    async with grpc.aio.insecure_channel(server.address) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+        first = await watch.read()
+        assert first.status == health_pb2.HealthCheckResponse.SERVING
+        stopping = asyncio.create_task(server.shutdown(grace=2.0))
+        second = await asyncio.wait_for(watch.read(), 5)
+        assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        await stopping
+
+
+# ------------------------------------------------------------------ traces and log context
+
+
+async def test_rpcs_are_traced_with_the_deliberation_id(make_server: Any, spans: Any) -> None:
+    server = await make_server()
+    async with FleetClient(server.address) as c:
+        await _reaches_servicer(c)
+    names = {s.name: dict(s.attributes or {}) for s in spans.get_finished_spans()}
+    attrs = names["rpc GetDeliberationResult"]
+    assert attrs["fleet.task_id"] == "anything" and attrs["fleet.deliberation_id"]
+
+
+async def test_log_lines_carry_the_deliberation_id() -> None:
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep()
+    handler.addFilter(logs.DeliberationFilter())
+    log = logging.getLogger("fleet.test.logs")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        with logs.bind("d-bound"):
+            log.info("from the servicer")
+            await asyncio.to_thread(log.info, "from a worker thread")
+
+        async def driver() -> None:  # the dispatcher's naming of its per-deliberation task
+            log.info("from the dispatcher")
+
+        await asyncio.create_task(driver(), name="deliberation:d-task")
+        log.info("about nothing")
+    finally:
+        log.removeHandler(handler)
+    ids = [getattr(r, "deliberation_id", None) for r in records]
+    assert ids == ["d-bound", "d-bound", "d-task", "-"]
+    line = logs.JsonFormatter().format(records[0])
+    assert '"deliberation_id": "d-bound"' in line
