@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Snapshot as BaseSnapshot
 
 from aggregates.errors import (
     DeadlineNotReachedError,
@@ -29,6 +30,7 @@ from aggregates.errors import (
     UnknownAgentError,
 )
 from aggregates.ids import deliberation_id
+from aggregates.snapshot_state import SnapshotCodec
 from aggregates.values import (
     MAX_AGENTS,
     MAX_ROUNDS,
@@ -73,6 +75,33 @@ RATING_ROUND = -1
 
 class Deliberation(Aggregate):
     """A council of ``num_agents`` agents of one ``role`` deliberating on ``task``."""
+
+    class Snapshot(BaseSnapshot):
+        """The aggregate's state, encoded so the JSON transcoder can store it (see
+        ``aggregates.snapshot_state``); a long deliberation then reloads from its latest
+        snapshot plus the events after it."""
+
+        @classmethod
+        def take(cls, aggregate: Any) -> Any:
+            snapshot = super().take(aggregate)
+            state = _SNAPSHOT_CODEC.encode(snapshot.state)
+            return cls(
+                originator_id=snapshot.originator_id,
+                originator_version=snapshot.originator_version,
+                timestamp=snapshot.timestamp,
+                topic=snapshot.topic,
+                state=state,
+            )
+
+        def mutate(self, _: None) -> Any:
+            decoded = BaseSnapshot(
+                originator_id=self.originator_id,
+                originator_version=self.originator_version,
+                timestamp=self.timestamp,
+                topic=self.topic,
+                state=_SNAPSHOT_CODEC.decode(self.state),
+            )
+            return decoded.mutate(None)
 
     class Event(Aggregate.Event):
         """Base of the deliberation's events: mutators can read the time of the event applied.
@@ -752,3 +781,9 @@ class Deliberation(Aggregate):
         self.status = DeliberationStatus.CANCELLED
         self.reason = reason
         self.finished_at = self.event_time
+
+
+# Every class a Deliberation's state holds; a snapshot decodes only these.
+_SNAPSHOT_CODEC = SnapshotCodec(
+    ProposalState, FailureState, CheckOutcome, PeerReview, DeliberationStatus, Role
+)

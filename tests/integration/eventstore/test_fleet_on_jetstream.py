@@ -147,13 +147,6 @@ def test_an_aggregate_past_its_interval_loads_from_a_snapshot(nats_env: dict[str
         app.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="Deliberation's state (dicts keyed by (agent, round), dataclasses, enums) is not "
-    "JSON-transcodable, so its snapshot at version 50 fails after the save is stored; needs a "
-    "Deliberation.Snapshot in aggregates/ (see the issue 3 report)",
-)
 def test_a_long_deliberation_loads_from_its_snapshot(nats_env: dict[str, str]) -> None:
     app = FleetApplication(env=nats_env)
     try:
