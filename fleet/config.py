@@ -132,8 +132,8 @@ class Settings:
     plan_agents: int = 3
     plan_rounds: int = 1
     agent_backend: str = "ray"
-    """``FLEET_AGENT_BACKEND``: ``ray`` (``agent_runtime`` picks Ray actors or local members) or
-    ``nats`` (calls go over a JetStream work queue to ``fleet worker`` processes; ``fleet/agents``)."""
+    """``FLEET_AGENT_BACKEND``: ``ray`` (``agent_runtime`` picks Ray actors or local members)
+    or ``nats`` (a JetStream work queue served by ``fleet worker`` processes; ``fleet/agents``)."""
     local_workers: int = 1
     """nats backend: workers per role ``fleet up`` runs in its own process (0: only ``fleet
     worker`` processes serve the queue)."""

@@ -1,0 +1,358 @@
+"""The AgentRuntime on a JetStream work queue: agent calls go to plain worker processes, no Ray.
+
+Why ``agent_runtime`` imports ``nats`` here: this module *is* an agent backend, the peer of
+``ray_runtime`` (which imports ``ray``); the transport is the backend. It stays below the
+dispatchers (they see only ``agent_runtime.api``) and it owns no event: results come back as
+return values and ``AgentTurnError``, exactly as from Ray, so nothing above the dispatcher can
+tell the backends apart. It must not reach the event stream: its streams are its own.
+
+How a call travels (names in ``_nats_wire.QueueNames``):
+
+1. ``run_turn`` / ``review`` / ``assess`` publish one message on the work stream
+   (``<STREAM>_AGENT_WORK``, retention *workqueue*, not the event stream), subject
+   ``fleet.agents.<ns>.work.<ROLE>.<kind>``, with ``Nats-Msg-Id`` = the call's key
+   (``AgentTurn.key`` for turns). A second publish of the same key inside the duplicate window
+   is refused by JetStream, so a re-dispatch (a restarted dispatcher, a retried publish) never
+   queues the work twice; it reads the answer already stored, if there is one, and otherwise
+   waits for the one in flight.
+2. Workers of the role share one durable pull consumer (``agent_runtime.worker``) and answer on
+   ``fleet.agents.<ns>.results.<kind>.<digest of key>`` in the results stream
+   (``<STREAM>_AGENT_RESULTS``, limits retention, ``max_age`` bounded).
+3. This process reads every result through one durable consumer of its own (``results-<id>``,
+   deliver-new, removed when idle) and completes the future waiting on that key. A result for a
+   key nobody here awaits (another dispatcher's, a late one, a second worker's answer to a
+   redelivered call) is acked and dropped; the aggregate would refuse a second answer anyway.
+4. A failed call comes back as a result with ``ok=False`` and the reason (the worker's last
+   attempt, or the dead-letter path after ``max_deliver``): it raises ``AgentTurnError`` here at
+   once, rather than waiting out the call's deadline. If no answer comes within the call's
+   ``timeout_s`` plus a grace, ``AgentTurnError`` too.
+
+No semaphore bounds calls here: the workers' concurrency is the bound on the endpoint, and work
+beyond it waits in the queue (its depth is the autoscaling signal).
+
+Loop affinity: the loop that called ``start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from collections import defaultdict
+from typing import Any, TypeVar
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import BadRequestError, NotFoundError
+
+from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage, decode, encode
+from agent_runtime.api import (
+    AgentRuntimeError,
+    AgentTurn,
+    AgentTurnError,
+    Assessment,
+    AssessmentInput,
+    ReviewInput,
+    ReviewResult,
+    TurnResult,
+)
+
+__all__ = ["NatsAgentRuntime", "QueueNames", "ensure_streams"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RESULT_GRACE_S = 5.0
+"""Extra wait past a call's own timeout for the worker's failure report (the worker enforces the
+deadline; this only catches workers that are gone)."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+async def ensure_streams(
+    js: Any, names: QueueNames, *, duplicate_window_s: float = 120.0, results_max_age_s: float
+) -> None:
+    """Create the work and results streams when absent (the same config twice is a no-op)."""
+    for config in (
+        names.work_stream_config(duplicate_window_s),
+        names.results_stream_config(results_max_age_s),
+    ):
+        try:
+            await js.add_stream(config)
+        except BadRequestError as e:  # exists with another config: keep what the operator set
+            log.debug("stream %s: %s", config.name, e)
+
+
+def default_runtime_id() -> str:
+    raw = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    return _UNSAFE.sub("_", raw)[:64]
+
+
+class NatsAgentRuntime:
+    """AgentRuntime whose calls are served by ``fleet worker`` processes over JetStream.
+
+    Build it with ``await NatsAgentRuntime.start(...)`` (or ``connect(url, ...)``).
+
+    Args:
+        nc: a connected NATS client (closed by ``close`` when ``owns_connection``).
+        names: the installation's queue names (its namespace is the event stream's name).
+        runtime_id: names this process's results consumer; unique per process.
+        assess_timeout_s: how long an assessment may take (it has no timeout of its own).
+        grace_s: extra wait past a call's timeout for the worker's failure report.
+        consumer_idle_s: a results consumer nobody fetches from for this long is removed by the
+            server (a crashed dispatcher leaves nothing behind).
+    """
+
+    def __init__(
+        self,
+        nc: NATS,
+        names: QueueNames,
+        *,
+        runtime_id: str | None = None,
+        assess_timeout_s: float = 120.0,
+        grace_s: float = RESULT_GRACE_S,
+        consumer_idle_s: float = 300.0,
+        owns_connection: bool = False,
+    ) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+        self.names = names
+        self.runtime_id = _UNSAFE.sub("_", runtime_id or default_runtime_id())
+        self._assess_timeout_s = assess_timeout_s
+        self._grace_s = grace_s
+        self._idle_s = consumer_idle_s
+        self._owns = owns_connection
+        self._waiting: defaultdict[tuple[str, str], set[asyncio.Future[ResultMessage]]] = (
+            defaultdict(set)
+        )
+        self._listener: asyncio.Task[None] | None = None
+        self._sub: Any = None
+        self._closed = False
+        self.published = 0
+        self.deduplicated = 0
+        """Calls JetStream recognised as already queued (re-dispatches)."""
+        self.dropped_results = 0
+        """Results nobody here was waiting for (late, duplicate, or another process's)."""
+
+    @property
+    def durable(self) -> str:
+        return f"results-{self.runtime_id}"
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        names: QueueNames,
+        *,
+        duplicate_window_s: float = 120.0,
+        results_max_age_s: float = 3600.0,
+        **kwargs: Any,
+    ) -> NatsAgentRuntime:
+        """Connect to NATS, make sure the streams exist and start reading results."""
+        nc = await nats.connect(url, name="fleet-agent-runtime", max_reconnect_attempts=-1)
+        runtime = cls(nc, names, owns_connection=True, **kwargs)
+        try:
+            await runtime.start(
+                duplicate_window_s=duplicate_window_s, results_max_age_s=results_max_age_s
+            )
+        except BaseException:
+            await runtime.close()
+            raise
+        return runtime
+
+    async def start(
+        self, *, duplicate_window_s: float = 120.0, results_max_age_s: float = 3600.0
+    ) -> None:
+        """Ensure the streams and this process's results consumer; start the listener."""
+        if self._listener is not None:
+            return
+        await ensure_streams(
+            self._js,
+            self.names,
+            duplicate_window_s=duplicate_window_s,
+            results_max_age_s=results_max_age_s,
+        )
+        config = ConsumerConfig(
+            durable_name=self.durable,
+            deliver_policy=DeliverPolicy.NEW,
+            ack_policy=AckPolicy.ALL,
+            ack_wait=30.0,
+            max_ack_pending=-1,
+            inactive_threshold=self._idle_s,
+            filter_subject=f"{self.names.results_prefix}.>",
+        )
+        await self._js.add_consumer(self.names.results_stream, config)
+        sub = self._sub = await self._js.pull_subscribe_bind(
+            self.durable, self.names.results_stream
+        )
+        self._listener = asyncio.create_task(
+            self._listen(sub), name=f"agent-results-{self.durable}"
+        )
+
+    # -- the Protocol
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        """Queue one turn for a worker of its role and wait for the answer.
+
+        Raises:
+            AgentTurnError: the worker reported a failure (after its retries, or from the dead
+                letter), no answer came in time, or the work could not be queued.
+        """
+        result = await self._call("turn", turn.key, turn.role, encode(turn), turn.timeout_s)
+        return _decoded(TurnResult, result, f"turn {turn.key}")
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        """Queue one peer review. Raises AgentTurnError as ``run_turn``."""
+        result = await self._call(
+            "review", request.key, request.role, encode(request), request.timeout_s
+        )
+        return _decoded(ReviewResult, result, f"review {request.key}")
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        """Score on a worker of the role (the checks compile code: not on the dispatcher's loop).
+
+        Raises:
+            AgentRuntimeError: the worker failed or none answered in time.
+        """
+        # The same deliberation may be assessed again with other candidates (after a restart):
+        # the key names the candidates, so dedupe never hands back another set's scores.
+        digest = hashlib.sha256(
+            "\x00".join(f"{c.agent_id}\x01{c.content}" for c in request.candidates).encode()
+        ).hexdigest()[:16]
+        key = f"{request.deliberation_id}:assess:{digest}"
+        try:
+            result = await self._call(
+                "assess", key, request.role, encode(request), self._assess_timeout_s
+            )
+        except AgentTurnError as e:
+            raise AgentRuntimeError(str(e)) from None
+        if not isinstance(result.body, list):
+            raise AgentRuntimeError(f"assessment {key}: worker sent {type(result.body).__name__}")
+        try:
+            return [decode(Assessment, a) for a in result.body]
+        except (ValueError, TypeError, KeyError) as e:
+            raise AgentRuntimeError(f"assessment {key}: unreadable answer: {e}") from None
+
+    async def close(self) -> None:
+        """Stop reading results, fail the calls still waiting, remove the consumer. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+        if self._sub is not None:
+            with contextlib.suppress(NatsError):
+                await self._sub.unsubscribe()
+        for futures in self._waiting.values():
+            for fut in futures:
+                if not fut.done():
+                    fut.set_exception(AgentTurnError("agent runtime closed"))
+        self._waiting.clear()
+        if not self._nc.is_closed:
+            with contextlib.suppress(NatsError, NotFoundError, TimeoutError, OSError):
+                await self._js.delete_consumer(self.names.results_stream, self.durable)
+            if self._owns:
+                with contextlib.suppress(NatsError, TimeoutError, OSError):
+                    await asyncio.wait_for(self._nc.drain(), 5.0)
+
+    # -- one call
+
+    async def _call(
+        self, kind: str, key: str, role: str, body: dict[str, Any], timeout_s: float
+    ) -> ResultMessage:
+        if self._closed or self._listener is None:
+            raise AgentTurnError(f"{kind} {key}: agent runtime is not running")
+        fut: asyncio.Future[ResultMessage] = asyncio.get_running_loop().create_future()
+        waiters = self._waiting[(kind, key)]
+        waiters.add(fut)  # before publishing: the answer may beat the publish's ack
+        try:
+            work = WorkMessage(kind, key, role.upper(), time.time() + timeout_s, body)
+            try:
+                ack = await self._js.publish(
+                    self.names.work_subject(role, kind),
+                    work.to_bytes(),
+                    headers={"Nats-Msg-Id": key, "Fleet-Kind": kind},
+                )
+            except (NatsError, TimeoutError, OSError) as e:
+                raise AgentTurnError(f"{kind} {key}: could not queue the work: {e}") from e
+            self.published += 1
+            if ack.duplicate:
+                self.deduplicated += 1
+                stored = await self._stored_result(kind, key)
+                if stored is not None and not fut.done():
+                    fut.set_result(stored)
+            try:
+                result = await asyncio.wait_for(asyncio.shield(fut), timeout_s + self._grace_s)
+            except TimeoutError:
+                msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
+                raise AgentTurnError(msg) from None
+        finally:
+            waiters.discard(fut)
+            if not waiters:
+                self._waiting.pop((kind, key), None)
+        if not result.ok:
+            raise AgentTurnError(result.error or f"{kind} {key} failed (no reason given)")
+        return result
+
+    async def _stored_result(self, kind: str, key: str) -> ResultMessage | None:
+        """The answer already stored for a call queued before (a re-dispatch), if any."""
+        try:
+            raw = await self._js.get_last_msg(
+                self.names.results_stream, self.names.result_subject(kind, key), direct=True
+            )
+        except (NotFoundError, NatsError, TimeoutError):
+            return None
+        try:
+            stored = ResultMessage.from_bytes(raw.data or b"")
+        except ValueError:
+            return None
+        return stored if stored.key == key else None
+
+    async def _listen(self, sub: Any) -> None:
+        while True:
+            try:
+                msgs: list[Msg] = await sub.fetch(batch=256, timeout=1.0)
+            except TimeoutError:
+                continue
+            except NatsError as e:  # reconnecting: the consumer is still there
+                log.warning("agent results: fetch failed (%s); retrying", e)
+                await asyncio.sleep(0.5)
+                continue
+            for msg in msgs:
+                self._deliver(msg)
+            with contextlib.suppress(NatsError):  # ack policy "all": the last acks the batch
+                await msgs[-1].ack()
+
+    def _deliver(self, msg: Msg) -> None:
+        try:
+            result = ResultMessage.from_bytes(msg.data)
+        except ValueError as e:
+            log.warning("agent results: unreadable message on %s dropped: %s", msg.subject, e)
+            return
+        waiters = self._waiting.get((result.kind, result.key))
+        if not waiters:
+            self.dropped_results += 1
+            log.debug("agent results: %s %s not awaited here; dropped", result.kind, result.key)
+            return
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(result)
+
+
+def _decoded(cls: type[T], result: ResultMessage, what: str) -> T:
+    try:
+        return decode(cls, result.body)
+    except (ValueError, TypeError, KeyError) as e:
+        raise AgentTurnError(
+            f"{what}: unreadable answer from worker {result.worker}: {e}"
+        ) from None

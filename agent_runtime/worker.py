@@ -1,0 +1,457 @@
+"""A worker of the NATS agent backend: takes one role's agent calls off the JetStream work queue.
+
+Each worker runs a ``council.CouncilMember`` (the same prompts, client and prefill join as a Ray
+actor), so a turn's answer does not depend on the backend. Every worker of a role binds the same
+durable pull consumer (``agents-<ROLE>``), which makes the role's work a queue: start more
+processes, anywhere that reaches NATS and the model endpoint, and they share it.
+
+Delivery is explicit, and the rules are:
+
+* **Ack after the answer is stored.** The result is published to the results stream and
+  JetStream's ack of that publish is awaited before the work message is acked. A worker that
+  dies in between leaves the work to be redelivered; the second answer is dropped by the results
+  stream's dedupe (same ``Nats-Msg-Id``) or by the caller, and the aggregate refuses a second
+  answer for the same (agent, round) in any case.
+* **Alive means heart-beating.** While a call runs the worker sends ``in_progress`` every third
+  of the ack wait, so the ack wait can be short (seconds) however long a model call takes; a
+  worker that is SIGKILLed or stalls stops heart-beating and its work is redelivered to another
+  worker after the ack wait.
+* **A failure is retried elsewhere, then dead-lettered.** A failed call (the model endpoint's
+  error after the client's own retries, or an unexpected error) is nak'ed with back-off, so the
+  next attempt may land on a worker with a healthy path to the endpoint. On the ``max_deliver``-th
+  delivery the work is parked on ``fleet.deadletter.agents.<ns>.<ROLE>`` (stream
+  ``FLEET_DEADLETTER``, the reason in ``Fleet-Dead-Letter-Reason``) and a failure result with that
+  reason is published, so the dispatcher records ``AgentFailed`` at once instead of waiting for its
+  deadline. Work that JetStream stops delivering because every attempt's worker died (the server's
+  ``MAX_DELIVERIES`` advisory) is parked and answered the same way by whichever worker of the role
+  hears the advisory (a queue group: one of them).
+* **Work past its deadline is not run.** The caller stops waiting at the deadline the message
+  carries; a worker that takes it later answers "expired" without calling the model. Each
+  attempt gets what is left of the one budget (workers' clocks are assumed NTP-close).
+
+Loop affinity: the loop that runs ``run``. Lifecycle: ``await run()`` until ``await shutdown()``
+(in-flight calls get ``drain_s`` to finish; the rest are nak'ed so another worker takes them at
+once), or ``async with``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import socket
+import time
+from types import TracebackType
+from typing import Any, Protocol
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from nats.js.errors import BadRequestError, NotFoundError
+
+from agent_runtime._nats_wire import (
+    DEAD_LETTER_PREFIX,
+    DEAD_LETTER_STREAM,
+    QueueNames,
+    ResultMessage,
+    WorkMessage,
+    decode,
+    encode,
+)
+from agent_runtime.api import (
+    AgentRuntimeError,
+    AgentTurn,
+    Assessment,
+    AssessmentInput,
+    ReviewInput,
+    ReviewResult,
+    TurnResult,
+)
+from agent_runtime.nats_runtime import ensure_streams
+
+__all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
+
+log = logging.getLogger(__name__)
+
+_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+MAX_FETCHERS = 8
+"""Pull subscriptions per worker (see ``run``)."""
+
+
+class CallExecutor(Protocol):
+    """What runs a call: ``council.CouncilMember`` (one per role) satisfies it."""
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult: ...
+
+    async def review(self, request: ReviewInput) -> ReviewResult: ...
+
+    def assess(self, request: AssessmentInput) -> list[Assessment]: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclasses.dataclass
+class WorkerStats:
+    answered: int = 0
+    failed: int = 0
+    """Failure results published (final attempt, dead letter, or expired)."""
+    retried: int = 0
+    """Deliveries nak'ed for another attempt."""
+    dead_lettered: int = 0
+    expired: int = 0
+    in_flight: int = 0
+
+
+class AgentWorker:
+    """Serves one role's agent calls from the work queue. See the module docstring.
+
+    Args:
+        nc: a connected NATS client (shared by the process's workers; not closed here).
+        names: the installation's queue names.
+        role: the role served (upper case).
+        executor: runs the calls (a ``CouncilMember`` of this role); closed by ``shutdown``.
+        concurrency: calls in flight at once in this worker.
+        ack_wait_s: how long a silent delivery stays with this worker before redelivery.
+        max_deliver: deliveries before a call is dead-lettered.
+        retry_delay_s: back-off base between attempts (doubles per delivery, capped at 30 s).
+        drain_s: on shutdown, how long in-flight calls may take to finish.
+    """
+
+    def __init__(
+        self,
+        nc: NATS,
+        names: QueueNames,
+        role: str,
+        executor: CallExecutor,
+        *,
+        concurrency: int = 8,
+        ack_wait_s: float = 30.0,
+        max_deliver: int = 3,
+        retry_delay_s: float = 1.0,
+        drain_s: float = 10.0,
+        worker_id: str | None = None,
+        duplicate_window_s: float = 120.0,
+        results_max_age_s: float = 3600.0,
+    ) -> None:
+        if concurrency < 1 or max_deliver < 1 or ack_wait_s <= 0:
+            raise ValueError("concurrency and max_deliver must be >= 1, ack_wait_s > 0")
+        self._nc = nc
+        self._js = nc.jetstream()
+        self.names = names
+        self.role = role.upper()
+        self._executor = executor
+        self.concurrency = concurrency
+        self.ack_wait_s = ack_wait_s
+        self.max_deliver = max_deliver
+        self._retry_delay_s = retry_delay_s
+        self._drain_s = drain_s
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{self.role}"
+        self._dup_window_s = duplicate_window_s
+        self._results_max_age_s = results_max_age_s
+        self._slots = asyncio.Semaphore(concurrency)
+        self._calls: dict[asyncio.Task[None], Msg] = {}
+        self._runner: asyncio.Task[None] | None = None
+        self._advisories: Any = None
+        self._subs: list[Any] = []
+        self._stopped = False
+        self.stats = WorkerStats()
+
+    @property
+    def durable(self) -> str:
+        return self.names.worker_durable(self.role)
+
+    async def ensure(self) -> None:
+        """The streams, the dead-letter stream and the role's shared consumer."""
+        await ensure_streams(
+            self._js,
+            self.names,
+            duplicate_window_s=self._dup_window_s,
+            results_max_age_s=self._results_max_age_s,
+        )
+        try:
+            await self._js.find_stream_name_by_subject(self.names.dead_letter_subject(self.role))
+        except NotFoundError:
+            with contextlib.suppress(BadRequestError):  # another process made it meanwhile
+                config = StreamConfig(name=DEAD_LETTER_STREAM, subjects=[f"{DEAD_LETTER_PREFIX}.>"])
+                await self._js.add_stream(config)
+        # Create or update: every worker of the role states the same settings.
+        await self._js.add_consumer(
+            self.names.work_stream,
+            ConsumerConfig(
+                durable_name=self.durable,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=self.ack_wait_s,
+                max_deliver=self.max_deliver,
+                max_ack_pending=-1,
+                filter_subject=self.names.role_filter(self.role),
+            ),
+        )
+
+    async def run(self) -> None:
+        """Consume until shut down."""
+        await self.ensure()
+        self._advisories = await self._nc.subscribe(
+            f"{_ADVISORY}.{self.names.work_stream}.{self.durable}",
+            queue=f"fleet-dlq-{self.durable}",
+            cb=self._on_max_deliveries,
+        )
+        # Several fetchers, each pulling one message at a time for a slot it already holds: a
+        # pull is a round trip, so one fetcher would cap a worker at ~1/RTT calls/s, and a
+        # larger pull would leave deliveries waiting in this process's buffer, their ack wait
+        # running, while every slot is busy.
+        n = min(self.concurrency, MAX_FETCHERS)
+        subs = [
+            await self._js.pull_subscribe_bind(self.durable, self.names.work_stream)
+            for _ in range(n)
+        ]
+        self._subs = subs
+        log.info("worker %s: serving %s (x%d)", self.worker_id, self.role, self.concurrency)
+        await asyncio.gather(*(self._fetch_loop(sub) for sub in subs))
+
+    async def _fetch_loop(self, sub: Any) -> None:
+        while not self._stopped:
+            await self._slots.acquire()
+            try:
+                msgs = await sub.fetch(batch=1, timeout=1.0)
+            except TimeoutError:
+                self._slots.release()
+                continue
+            except NatsError as e:
+                self._slots.release()
+                log.warning("worker %s: fetch failed (%s); retrying", self.worker_id, e)
+                await asyncio.sleep(0.5)
+                continue
+            except BaseException:
+                self._slots.release()
+                raise
+            if not msgs:
+                self._slots.release()
+            for i, msg in enumerate(msgs):
+                if i:
+                    await self._slots.acquire()
+                task = asyncio.create_task(self._serve(msg), name=f"agent-call-{self.role}")
+                self._calls[task] = msg
+                task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._calls.pop(task, None)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("worker %s: call crashed: %r", self.worker_id, task.exception())
+
+    # -- one delivery
+
+    async def _serve(self, msg: Msg) -> None:
+        deliveries = msg.metadata.num_delivered
+        try:
+            work = WorkMessage.from_bytes(msg.data)
+        except (ValueError, KeyError, TypeError) as e:
+            await self._dead_letter(msg, None, f"unreadable work message: {e}")
+            return
+        remaining = work.deadline - time.time()
+        if remaining <= 0:
+            self.stats.expired += 1
+            reason = f"{work.kind} {work.key}: deadline passed before a worker could run it"
+            await self._answer(msg, work, None, error=reason)
+            return
+        self.stats.in_flight += 1
+        beat = asyncio.create_task(self._heartbeat(msg))
+        try:
+            body = await self._execute(work, remaining)
+            error = ""
+        except (AgentRuntimeError, TimeoutError) as e:
+            body, error = None, str(e) or f"{work.kind} {work.key} timed out"
+        except Exception as e:  # a bug or a poisoned body: retried, then dead-lettered, named
+            body, error = None, f"{work.kind} {work.key}: {type(e).__name__}: {e}"
+        finally:
+            beat.cancel()
+            self.stats.in_flight -= 1
+        if not error:
+            await self._answer(msg, work, body)
+            return
+        if deliveries < self.max_deliver and work.deadline - time.time() > 0:
+            self.stats.retried += 1
+            delay = min(self._retry_delay_s * 2 ** (deliveries - 1), 30.0)
+            log.warning(
+                "worker %s: %s attempt %d/%d failed (%s); retrying in %.1f s",
+                self.worker_id,
+                work.key,
+                deliveries,
+                self.max_deliver,
+                error,
+                delay,
+            )
+            with contextlib.suppress(NatsError):
+                await msg.nak(delay=delay)
+            return
+        reason = f"{error} (attempt {deliveries} of {self.max_deliver})"
+        await self._dead_letter(msg, work, reason)
+
+    async def _execute(self, work: WorkMessage, remaining_s: float) -> Any:
+        ex = self._executor
+        if work.kind == "turn":
+            turn = decode(AgentTurn, work.body)
+            turn = dataclasses.replace(turn, timeout_s=min(turn.timeout_s, remaining_s))
+            return encode(await ex.run_turn(turn))
+        if work.kind == "review":
+            request = decode(ReviewInput, work.body)
+            request = dataclasses.replace(request, timeout_s=min(request.timeout_s, remaining_s))
+            return encode(await ex.review(request))
+        assessment = decode(AssessmentInput, work.body)
+        # Checks compile code: off the loop, so heart-beats and other calls keep going.
+        job = asyncio.to_thread(ex.assess, assessment)
+        return encode(await asyncio.wait_for(job, remaining_s))
+
+    async def _heartbeat(self, msg: Msg) -> None:
+        with contextlib.suppress(NatsError):
+            while True:
+                await asyncio.sleep(self.ack_wait_s / 3)
+                await msg.in_progress()
+
+    async def _answer(
+        self,
+        msg: Msg,
+        work: WorkMessage,
+        body: Any,
+        *,
+        error: str = "",
+        dead_lettered: bool = False,
+    ) -> None:
+        """Store the result, then (only then) ack the work."""
+        result = ResultMessage(
+            kind=work.kind,
+            key=work.key,
+            ok=not error,
+            body=body,
+            error=error,
+            worker=self.worker_id,
+            deliveries=msg.metadata.num_delivered if msg.reply else 0,
+            dead_lettered=dead_lettered,
+        )
+        try:
+            await self._publish_result(result)  # returns once JetStream has stored it
+            if msg.reply:
+                # A lost ack costs a redelivery whose answer the results stream dedupes.
+                await msg.ack()
+        except (NatsError, TimeoutError) as e:
+            # Not stored or not acked: the ack wait hands the work to another attempt.
+            log.warning("worker %s: result for %s not stored: %s", self.worker_id, work.key, e)
+            return
+        if error:
+            self.stats.failed += 1
+        else:
+            self.stats.answered += 1
+
+    async def _publish_result(self, result: ResultMessage) -> None:
+        await self._js.publish(
+            self.names.result_subject(result.kind, result.key),
+            result.to_bytes(),
+            headers={"Nats-Msg-Id": f"result:{result.kind}:{result.key}"},
+        )
+
+    async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> None:
+        """Park the work with its reason, answer the caller with that reason, drop the work."""
+        meta = msg.metadata
+        await self._park(msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason)
+        if work is not None:
+            await self._answer(msg, work, None, error=reason, dead_lettered=True)
+        else:
+            with contextlib.suppress(NatsError):
+                await msg.term()
+
+    async def _park(
+        self, data: bytes, subject: str, seq: int, deliveries: int, reason: str
+    ) -> None:
+        log.warning("worker %s: work %s#%d dead-lettered: %s", self.worker_id, subject, seq, reason)
+        headers = {
+            "Fleet-Dead-Letter-Reason": reason[:1000],
+            "Fleet-Original-Subject": subject,
+            "Fleet-Original-Sequence": str(seq),
+            "Fleet-Deliveries": str(deliveries),
+            "Nats-Msg-Id": f"dlq:{self.names.work_stream}:{seq}",
+        }
+        await self._js.publish(self.names.dead_letter_subject(self.role), data, headers=headers)
+        self.stats.dead_lettered += 1
+
+    async def _on_max_deliveries(self, advisory: Msg) -> None:
+        """Every attempt's worker died or stalled: park the work and answer its caller."""
+        try:
+            info = json.loads(advisory.data)
+            seq = int(info["stream_seq"])
+            deliveries = int(info.get("deliveries") or self.max_deliver)
+            raw = await self._js.get_msg(self.names.work_stream, seq)
+        except (ValueError, KeyError, NotFoundError, NatsError, TimeoutError) as e:
+            log.debug("worker %s: max-deliveries advisory not handled: %s", self.worker_id, e)
+            return
+        reason = (
+            f"delivered {deliveries} times with no answer: every worker that took it died or "
+            "stalled mid-call"
+        )
+        data = raw.data or b""
+        try:
+            work = WorkMessage.from_bytes(data)
+            reason = f"{work.kind} {work.key}: {reason}"
+        except (ValueError, KeyError, TypeError):
+            work = None
+        try:
+            await self._park(data, raw.subject or "", seq, deliveries, reason)
+            if work is not None:
+                await self._publish_result(
+                    ResultMessage(
+                        work.kind,
+                        work.key,
+                        ok=False,
+                        error=reason,
+                        worker=self.worker_id,
+                        deliveries=deliveries,
+                        dead_lettered=True,
+                    )
+                )
+                self.stats.failed += 1
+            await self._js.delete_msg(self.names.work_stream, seq)
+        except (NatsError, TimeoutError, NotFoundError) as e:
+            log.warning("worker %s: could not park work #%d: %s", self.worker_id, seq, e)
+
+    # -- lifecycle
+
+    async def shutdown(self) -> None:
+        """Stop taking work; in-flight calls get ``drain_s`` to finish, the rest are nak'ed."""
+        if self._stopped and self._runner is None and not self._calls:
+            return
+        self._stopped = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+            self._runner = None
+        for sub in (self._advisories, *self._subs):
+            if sub is not None:
+                with contextlib.suppress(NatsError):
+                    await sub.unsubscribe()
+        self._advisories, self._subs = None, []
+        if self._calls:
+            _, pending = await asyncio.wait(set(self._calls), timeout=self._drain_s)
+            for task in pending:
+                msg = self._calls.get(task)
+                task.cancel()
+                if msg is not None:
+                    with contextlib.suppress(NatsError):
+                        await msg.nak()  # another worker takes it now, not after the ack wait
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._executor.close()
+
+    async def __aenter__(self) -> AgentWorker:
+        await self.ensure()
+        self._runner = asyncio.create_task(self.run(), name=f"agent-worker-{self.role}")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()

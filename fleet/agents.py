@@ -1,0 +1,141 @@
+"""Which agent backend a process uses, built from settings: the one place that chooses.
+
+``FLEET_AGENT_BACKEND``:
+
+* ``ray`` (default): warm Ray actor pools per role (``agent_runtime.ray_runtime``), or with
+  ``FLEET_AGENT_RUNTIME=local`` the same council members in this process
+  (``fleet.run_dispatcher.start_agents`` builds both).
+* ``nats``: agent calls go over a JetStream work queue to ``fleet worker`` processes
+  (``agent_runtime.nats_runtime`` / ``agent_runtime.worker``). ``fleet up`` also starts
+  ``FLEET_LOCAL_WORKERS`` workers per role inside its own process (default 1; set 0 where
+  ``fleet worker`` pods do the work). In-process rather than child processes: on one machine a
+  child per role would cost an interpreter and its imports each (~100 MB, seconds of start-up)
+  and buy nothing; the in-process workers still go through the real queue, consumer and acks,
+  so the path is the one remote workers take, and ``fleet worker`` processes started anywhere
+  join the same queues.
+
+``make_agent_runtime`` is what tests parametrise over backends with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from aggregates import Role
+from fleet.config import Settings
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("ray", "nats")
+
+
+def queue_names(settings: Settings) -> Any:
+    """The NATS backend's stream and subject names: namespaced by the event stream's name."""
+    from agent_runtime._nats_wire import QueueNames
+
+    return QueueNames(settings.stream)
+
+
+def worker_endpoint(settings: Settings, llm_url: str, model: str) -> Any:
+    """How a worker calls the model: one client per worker, ``worker_concurrency`` in flight."""
+    from agent_runtime.council import EndpointConfig
+    from fleet.run_dispatcher import structured_output_mode
+
+    return EndpointConfig(
+        url=llm_url,
+        model=model,
+        max_in_flight=settings.worker_concurrency,
+        structured_output=structured_output_mode(settings),
+    )
+
+
+async def start_workers(
+    stack: contextlib.AsyncExitStack,
+    settings: Settings,
+    *,
+    nats_url: str,
+    llm_url: str,
+    model: str,
+    roles: Sequence[str],
+    per_role: int = 1,
+    drain_s: float = 10.0,
+) -> list[Any]:
+    """Start ``per_role`` workers for each role on one NATS connection; stopped by ``stack``."""
+    import nats
+
+    from agent_runtime.council import CouncilMember
+    from agent_runtime.worker import AgentWorker
+
+    nc = await nats.connect(nats_url, name="fleet-agent-workers", max_reconnect_attempts=-1)
+    stack.push_async_callback(nc.drain)
+    names = queue_names(settings)
+    endpoint = worker_endpoint(settings, llm_url, model)
+    workers = []
+    for role in dict.fromkeys(r.upper() for r in roles):
+        for i in range(per_role):
+            worker = AgentWorker(
+                nc,
+                names,
+                role,
+                CouncilMember(role, endpoint),
+                concurrency=settings.worker_concurrency,
+                ack_wait_s=settings.worker_ack_wait,
+                max_deliver=settings.worker_max_deliver,
+                duplicate_window_s=settings.agent_queue_dedupe_window,
+                drain_s=drain_s,
+            )
+            if per_role > 1:
+                worker.worker_id += f":{i}"
+            await stack.enter_async_context(worker)
+            workers.append(worker)
+    return workers
+
+
+async def make_agent_runtime(
+    stack: contextlib.AsyncExitStack,
+    settings: Settings,
+    *,
+    llm_url: str,
+    model: str,
+    nats_url: str,
+) -> tuple[Any, str]:
+    """The ``AgentRuntime`` the dispatcher calls, and a line saying where agents run.
+
+    Everything started is stopped by ``stack`` (newest first).
+    """
+    if settings.agent_backend != "nats":
+        from fleet.run_dispatcher import start_agents
+
+        runtime, where = await start_agents(stack, settings, llm_url, model)
+        return runtime, str(where)
+    from agent_runtime.nats_runtime import NatsAgentRuntime
+
+    roles = [r.value for r in Role]
+    runtime = await NatsAgentRuntime.connect(
+        nats_url,
+        queue_names(settings),
+        duplicate_window_s=settings.agent_queue_dedupe_window,
+        assess_timeout_s=max(settings.agent_call_timeout, 30.0),
+    )
+    stack.push_async_callback(runtime.close)
+    where = f"NATS work queue {runtime.names.work_stream}"
+    if settings.local_workers > 0:
+        await start_workers(
+            stack,
+            settings,
+            nats_url=nats_url,
+            llm_url=llm_url,
+            model=model,
+            roles=roles,
+            per_role=settings.local_workers,
+        )
+        where += (
+            f", {settings.local_workers} in-process worker(s) per role "
+            f"x{settings.worker_concurrency}"
+        )
+    else:
+        where += " (served by `fleet worker` processes)"
+    return runtime, where

@@ -1,0 +1,215 @@
+"""The NATS agent backend end to end: a real nats-server, a real dispatcher process
+(``fleet up --components dispatcher`` with ``FLEET_AGENT_BACKEND=nats``), real ``fleet worker``
+processes, and the load generator as the endpoint (canned text: it claims nothing about quality).
+
+* on ``fleet up``'s in-process workers a deliberation completes with three proposals, and an
+  agent whose every call fails is dead-lettered with the reason and recorded as ``AgentFailed``;
+* a ``fleet worker`` SIGKILLed mid-call: after the ack wait the call goes to another worker and
+  the deliberation completes with each (agent, round) recorded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import signal
+import subprocess
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from agent_runtime._nats_wire import DEAD_LETTER_STREAM, QueueNames, WorkMessage
+from aggregates import Deliberation, deliberation_id
+from fleet.application import FleetApplication
+from fleet.embedded.loadgen import LoadGenServer
+from fleet.ledger import ApplicationDeliberationStore
+from tests.e2e._processes import FLEET, REPO, FleetProcess
+
+pytestmark = pytest.mark.timeout(180)
+
+TASK = "Write a Python function that returns the n-th Fibonacci number"
+
+
+def backend_env(nats_url: str, stream: str, llm_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "NATS_URL": nats_url,
+        "FLEET_STREAM": stream,
+        "FLEET_VLLM_URL": llm_url,
+        "FLEET_VLLM_MODEL": "loadgen",
+        "FLEET_AGENT_BACKEND": "nats",
+        "FLEET_WORKER_ACK_WAIT": "2",
+        "FLEET_WORKER_MAX_DELIVER": "3",
+        "FLEET_WORK_LEASE": "2",
+        "FLEET_CACHE": "off",
+        "FLEET_PLAN_CONSUMER": "off",
+        **extra,
+    }
+
+
+class WorkerProcess:
+    """``fleet worker`` as a child process, ended by its pid only."""
+
+    def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
+        self.log_path = log_path
+        self.log = open(log_path, "ab")  # closed in stop()
+        full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            [FLEET, "worker", *args],
+            env=full,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+    def tail(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")[-2000:]
+
+
+async def request(store: ApplicationDeliberationStore, role: str, rounds: int = 1) -> uuid.UUID:
+    task_id = f"nats-{role.lower()}-{uuid.uuid4().hex[:8]}"
+    await store.create(
+        Deliberation.request(
+            task_id=task_id,
+            task=TASK,
+            role=role,
+            num_agents=3,
+            rounds=rounds,
+            requested_at=datetime.now(tz=UTC),
+            timeout_seconds=120,
+        )
+    )
+    return deliberation_id(task_id)
+
+
+async def until(check: Any, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition never held")
+
+
+def answers(events: list[Any]) -> collections.Counter[tuple[str, int]]:
+    return collections.Counter(
+        (e.agent_id, e.round)
+        for e in events
+        if isinstance(e, Deliberation.ProposalReceived | Deliberation.AgentFailed)
+    )
+
+
+def turn_calls(lg: LoadGenServer, agent: str) -> int:
+    """Proposal calls the endpoint received for ``agent`` (reviews ask with a schema prompt)."""
+    return sum(
+        1 for body in lg.requests if body.get("user") == agent and "response_format" not in body
+    )
+
+
+async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_agent(
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+) -> None:
+    stream = nats_env["NATS_STREAM"]
+    app = await asyncio.to_thread(FleetApplication, nats_env)
+    store = ApplicationDeliberationStore(app)
+    async with LoadGenServer("instant", modes_by_user={"qa-agent-2": "fail"}) as lg:
+        node = FleetProcess(tmp_path / "up", "dispatcher", backend_env(nats_url, stream, lg.url))
+        try:
+            run = await asyncio.to_thread(node.wait_ready)
+            assert "NATS work queue" in json.dumps(run)
+            clean, poisoned = await request(store, "DEV"), await request(store, "QA")
+
+            async def terminal() -> bool:
+                return all([(await store.get(i)).is_terminal for i in (clean, poisoned)])
+
+            await until(terminal, timeout=90)
+        finally:
+            node.stop()
+    d = await store.get(clean)
+    assert d.status.value == "COMPLETED", (d.status, d.reason, node.tail())
+    evs = list(await store.history(clean))
+    assert sum(isinstance(e, Deliberation.ProposalReceived) for e in evs) == 3
+    assert set(answers(evs).values()) == {1}
+
+    q = await store.get(poisoned)
+    assert q.status.value == "COMPLETED", (q.status, q.reason, node.tail())
+    qevs = list(await store.history(poisoned))
+    failed = [e for e in qevs if isinstance(e, Deliberation.AgentFailed)]
+    assert [e.agent_id for e in failed] == ["qa-agent-2"]
+    assert "500" in failed[0].error and "attempt 3 of 3" in failed[0].error
+    assert sum(isinstance(e, Deliberation.ProposalReceived) for e in qevs) == 2
+
+    nc = await nats.connect(nats_url)
+    try:
+        names = QueueNames(stream)
+        parked = await nc.jetstream().get_last_msg(
+            DEAD_LETTER_STREAM, names.dead_letter_subject("QA")
+        )
+    finally:
+        await nc.close()
+    assert WorkMessage.from_bytes(parked.data or b"").body["agent_id"] == "qa-agent-2"
+    assert "500" in (parked.headers or {})["Fleet-Dead-Letter-Reason"]
+    app.close()
+
+
+async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+) -> None:
+    stream = nats_env["NATS_STREAM"]
+    app = await asyncio.to_thread(FleetApplication, nats_env)
+    store = ApplicationDeliberationStore(app)
+    async with LoadGenServer("instant", modes_by_user={"dev-agent-1": "hang"}) as lg:
+        env = backend_env(nats_url, stream, lg.url, FLEET_LOCAL_WORKERS="0")
+        node = FleetProcess(tmp_path / "d", "dispatcher", env)
+        first = WorkerProcess(tmp_path / "w1.log", env, "--role", "DEV", "--concurrency", "4")
+        workers = [first]
+        try:
+            await asyncio.to_thread(node.wait_ready)
+            d_id = await request(store, "DEV")
+            # The first worker holds all three turns; dev-agent-1's call hangs at the endpoint.
+            await until(lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2)
+            assert turn_calls(lg, "dev-agent-1") == 1
+            lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
+            workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
+            first.kill()
+
+            async def done() -> bool:
+                return (await store.get(d_id)).is_terminal
+
+            await until(done, timeout=60)
+        finally:
+            for w in workers:
+                w.stop()
+            node.stop()
+    d = await store.get(d_id)
+    assert d.status.value == "COMPLETED", (d.status, d.reason, node.tail(), workers[1].tail())
+    evs = list(await store.history(d_id))
+    received = [e for e in evs if isinstance(e, Deliberation.ProposalReceived)]
+    assert sorted(e.agent_id for e in received) == ["dev-agent-1", "dev-agent-2", "dev-agent-3"]
+    assert set(answers(evs).values()) == {1}, "each (agent, round) recorded once"
+    assert turn_calls(lg, "dev-agent-1") == 2, "the killed worker's call was redelivered once"
+    app.close()
