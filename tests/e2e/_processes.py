@@ -69,3 +69,13 @@ class FleetProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
+
+
+# Where agent calls run: warm Ray actors (each dispatcher process starts its own local Ray), the
+# same council code in the dispatcher's process, or the NATS work queue with workers (killed
+# together with the dispatcher).
+BACKENDS = {
+    "ray": {"FLEET_AGENT_RUNTIME": "ray", "FLEET_AGENT_BACKEND": "ray"},
+    "in-process": {"FLEET_AGENT_RUNTIME": "local"},
+    "nats": {"FLEET_AGENT_BACKEND": "nats", "FLEET_WORKER_ACK_WAIT": "2"},
+}

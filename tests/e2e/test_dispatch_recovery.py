@@ -21,23 +21,25 @@ from aggregates import Deliberation, deliberation_id
 from fleet.application import FleetApplication
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
-from tests.e2e._processes import FleetProcess
+from tests.e2e._processes import BACKENDS, FleetProcess
 
 pytestmark = pytest.mark.timeout(240)
 
 N = 3
 
 
-def dispatcher_env(nats_url: str, stream: str, llm_url: str) -> dict[str, str]:
+def dispatcher_env(
+    nats_url: str, stream: str, llm_url: str, backend: str = "in-process"
+) -> dict[str, str]:
     return {
         "NATS_URL": nats_url,
         "FLEET_STREAM": stream,
         "FLEET_VLLM_URL": llm_url,
         "FLEET_VLLM_MODEL": "loadgen",
-        "FLEET_AGENT_RUNTIME": "local",
         "FLEET_WORK_LEASE": "2",
         "FLEET_CACHE": "off",
         "FLEET_PLAN_CONSUMER": "off",
+        **BACKENDS[backend],
     }
 
 
@@ -45,14 +47,15 @@ def count(events: list[object], kind: type) -> int:
     return sum(isinstance(e, kind) for e in events)
 
 
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
-    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
 ) -> None:
     stream = nats_env["NATS_STREAM"]
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
     async with LoadGenServer("instant", delay_s=1.0) as lg:
-        env = dispatcher_env(nats_url, stream, lg.url)
+        env = dispatcher_env(nats_url, stream, lg.url, backend)
         procs = [FleetProcess(tmp_path / "d1", "dispatcher", env)]
         await asyncio.to_thread(procs[0].wait_ready)
         tasks = [f"recover-{uuid.uuid4().hex[:6]}-{i}" for i in range(N)]

@@ -19,15 +19,20 @@ from fleet.embedded.loadgen import LoadGenServer
 from fleet.embedded.valkey import ValkeyServer
 from fleet.ledger import ApplicationDeliberationStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from tests.e2e._processes import FleetProcess
+from tests.e2e._processes import BACKENDS, FleetProcess
 
 pytestmark = pytest.mark.timeout(240)
 
 N = 8
 
 
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_two_apis_and_two_dispatchers_share_the_work(
-    tmp_path: Path, nats_url: str, nats_env: dict[str, str], valkey_server: ValkeyServer
+    tmp_path: Path,
+    nats_url: str,
+    nats_env: dict[str, str],
+    valkey_server: ValkeyServer,
+    backend: str,
 ) -> None:
     async with LoadGenServer("instant", delay_s=0.2) as lg:
         base = {
@@ -37,8 +42,8 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
             "FLEET_KEY_PREFIX": f"share-{nats_env['NATS_STREAM'].lower()}",
             "FLEET_VLLM_URL": lg.url,
             "FLEET_VLLM_MODEL": "loadgen",
-            "FLEET_AGENT_RUNTIME": "local",
             "FLEET_PLAN_CONSUMER": "off",
+            **BACKENDS[backend],
         }
         procs = [
             FleetProcess(
