@@ -1,7 +1,7 @@
 """Dispatch benchmark: orchestration overhead and agent-call throughput through the whole path.
 
     .venv/bin/python bench/dispatch_bench.py [--deliberations 300] [--in-flight 50]
-        [--runtime ray|local] [--no-peer-review]
+        [--runtime ray|local] [--no-peer-review] [--no-group-commit] [--delay 0.5]
 
 Path measured: a deliberation is requested (Requested saved to JetStream) → the dispatcher sees
 it on the feed, claims it from the work queue, records Started → 3 agents are called in parallel
@@ -46,10 +46,13 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
-def start_loadgen() -> tuple[subprocess.Popen[bytes], str]:
+def start_loadgen(delay_s: float) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
+    cmd = [sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port), "--mode", "instant"]
+    if delay_s:
+        cmd += ["--delay", str(delay_s)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port), "--mode", "instant"],
+        cmd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -90,7 +93,7 @@ async def run(args: argparse.Namespace) -> None:
     # cpu+4 threads, which caps concurrent saves well below what JetStream takes.
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(args.threads))
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    lg_proc, lg_url = start_loadgen()
+    lg_proc, lg_url = start_loadgen(args.delay)
     settings = Settings(
         data_dir=tmp,
         grpc_port=free_port(),
@@ -107,6 +110,7 @@ async def run(args: argparse.Namespace) -> None:
         async with FleetNode(settings) as node:
             assert node.app is not None and node.store is not None
             app, store = node.app, node.store
+            store.group_commit = not args.no_group_commit
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
             head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
             started: dict[uuid.UUID, float] = {}
@@ -142,10 +146,12 @@ async def run(args: argparse.Namespace) -> None:
 
             # warm-up: a few deliberations so pools, sessions and caches are hot
             t0 = time.perf_counter()
+            groups0 = store.groups_committed
             for i in range(args.deliberations):
                 await submit(i)
             await asyncio.wait_for(done.wait(), 600)
             wall = time.perf_counter() - t0
+            groups = store.groups_committed - groups0
             await node.wait_projected(120)
             wall_cache = time.perf_counter() - t0
             watcher.cancel()
@@ -172,7 +178,9 @@ async def run(args: argparse.Namespace) -> None:
     print(
         f"dispatch bench: {n} deliberations (3 agents, 1 round, peer review "
         f"{'off' if args.no_peer_review else 'on'}), {args.in_flight} in flight, "
-        f"runtime={args.runtime}, load generator instant, {os.cpu_count()} cores"
+        f"runtime={args.runtime}, load generator instant"
+        f"{f' +{args.delay * 1000:.0f} ms' if args.delay else ''}, {os.cpu_count()} cores, "
+        f"group commit {'off' if args.no_group_commit else 'on'}"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
     e2e_line = f"p50 {pct(e2e, 50):7.1f} ms   p99 {pct(e2e, 99):7.1f} ms"
@@ -182,6 +190,11 @@ async def run(args: argparse.Namespace) -> None:
     print(
         f"  agent calls                      {calls} in {wall:.2f} s = {calls / wall:7.0f} calls/s"
     )
+    if groups:
+        print(
+            f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
+            f"the creates and any plain saves are not counted)"
+        )
     print(
         f"  deliberations                    {n / wall:7.1f} /s (to Completed); "
         f"{n / wall_cache:.1f} /s including the cache projection caught up"
@@ -194,6 +207,10 @@ def main() -> None:
     p.add_argument("--in-flight", type=int, default=50)
     p.add_argument("--runtime", choices=("ray", "local"), default="ray")
     p.add_argument("--no-peer-review", action="store_true")
+    p.add_argument("--no-group-commit", action="store_true", help="one save per update")
+    p.add_argument(
+        "--delay", type=float, default=0.0, help="seconds the load generator waits per answer"
+    )
     p.add_argument("--raw-saves", type=int, default=300)
     p.add_argument("--threads", type=int, default=32, help="worker threads for store calls")
     p.add_argument(

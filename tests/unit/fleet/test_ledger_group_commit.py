@@ -1,0 +1,211 @@
+"""Group commit in ApplicationDeliberationStore, on the in-memory (POPO) application.
+
+The checks are plain async functions taking the application(s), so the JetStream integration
+tests (tests/integration/dispatch/test_ledger_group_commit.py) run the very same ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from aggregates import AgentId, Deliberation, DuplicateProposalError
+from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore, DeliberationNotFoundError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def new_deliberation(num_agents: int = 3) -> Deliberation:
+    return Deliberation.request(
+        task_id=f"t-{uuid.uuid4().hex[:8]}",
+        task="Write a function",
+        role="DEV",
+        num_agents=num_agents,
+        rounds=1,
+        requested_at=datetime.now(tz=UTC),
+        timeout_seconds=600,
+    )
+
+
+def propose(agent: str, text: str = "an answer") -> Callable[[Deliberation], bool]:
+    def change(d: Deliberation) -> bool:
+        return d.receive_proposal(
+            agent_id=AgentId(agent), round=0, content=text, model="m", tokens=1, latency_ms=1
+        )
+
+    return change
+
+
+def start(d: Deliberation) -> Deliberation:
+    d.start()
+    return d
+
+
+async def started(store: ApplicationDeliberationStore, num_agents: int = 3) -> Deliberation:
+    d, created = await store.create(new_deliberation(num_agents))
+    assert created
+    return await store.update(d.id, start)
+
+
+def proposals_in_history(events: list[Any]) -> list[str]:
+    return [e.agent_id for e in events if isinstance(e, Deliberation.ProposalReceived)]
+
+
+# ---------------------------------------------------------------------- shared checks
+
+
+async def check_concurrent_updates_land_exactly_once(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app)
+    ds = await asyncio.gather(*(started(store) for _ in range(30)))
+    before = store.groups_committed
+    calls = [store.update(d.id, propose(a)) for d in ds for a in d.agents]
+    results = await asyncio.gather(*calls)
+    assert all(r is True for r in results)
+    # Batched: far fewer saves than updates.
+    assert store.groups_committed - before < len(calls) / 3
+    fresh = ApplicationDeliberationStore(app)  # no cache: read from the store
+    for d in ds:
+        events = await fresh.history(d.id)
+        assert sorted(proposals_in_history(events)) == sorted(d.agents)
+        got = await fresh.get(d.id)
+        assert set(a for a, _ in got.proposals) == set(d.agents)
+
+
+async def check_failing_change_affects_only_its_caller(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app)
+    d1 = await started(store)
+    d2 = await started(store)
+    a, b, c = d1.agents
+
+    def half_then_fail(d: Deliberation) -> None:
+        propose(b)(d)  # an event is triggered, then the command fails: nothing may be saved
+        raise ValueError("boom")
+
+    before = store.groups_committed
+    results = await asyncio.gather(
+        store.update(d1.id, propose(a)),
+        store.update(d2.id, propose(d2.agents[0])),
+        store.update(d1.id, half_then_fail),
+        store.update(d1.id, propose(a)),  # a duplicate: fails alone
+        store.update(uuid.uuid4(), propose(a)),  # no such deliberation
+        store.update(d1.id, propose(c)),
+        return_exceptions=True,
+    )
+    assert store.groups_committed - before == 1  # all of them went in one group
+    assert results[0] is True
+    assert results[1] is True
+    assert isinstance(results[2], ValueError)
+    assert isinstance(results[3], DuplicateProposalError)
+    assert isinstance(results[4], DeliberationNotFoundError)
+    assert results[5] is True
+    fresh = ApplicationDeliberationStore(app)
+    assert proposals_in_history(await fresh.history(d1.id)) == [a, c]  # in order, b dropped
+    assert proposals_in_history(await fresh.history(d2.id)) == [d2.agents[0]]
+    # The cached state agrees with the stored one, and b can still answer.
+    assert await store.update(d1.id, propose(b)) is True
+    assert proposals_in_history(await fresh.history(d1.id)) == [a, c, b]
+
+
+async def check_result_is_the_state_after_its_own_change(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app)
+    d = await started(store)
+    a, b, _ = d.agents
+
+    def propose_and_return(agent: str) -> Callable[[Deliberation], Deliberation]:
+        def change(x: Deliberation) -> Deliberation:
+            propose(agent)(x)
+            return x
+
+        return change
+
+    first, second = await asyncio.gather(
+        store.update(d.id, propose_and_return(a)), store.update(d.id, propose_and_return(b))
+    )
+    assert set(x for x, _ in first.proposals) == {a}
+    assert set(x for x, _ in second.proposals) == {a, b}
+
+
+async def check_conflict_with_another_writer_is_retried(
+    app: FleetApplication, other: FleetApplication
+) -> None:
+    store = ApplicationDeliberationStore(app)
+    d = await started(store)  # now cached in store
+    bystanders = [await started(store) for _ in range(5)]
+    a, b, _ = d.agents
+
+    def write_elsewhere() -> None:
+        x = other.repository.get(d.id)
+        x.receive_proposal(agent_id=a, round=0, content="other", model="m", tokens=1, latency_ms=1)
+        other.save(x)
+
+    await asyncio.to_thread(write_elsewhere)  # store's cached copy is now stale
+    before = store.groups_committed
+    results = await asyncio.gather(
+        *(store.update(x.id, propose(x.agents[0])) for x in bystanders[:3]),
+        store.update(d.id, propose(b)),
+        *(store.update(x.id, propose(x.agents[0])) for x in bystanders[3:]),
+    )
+    assert all(r is True for r in results)
+    assert store.groups_committed - before > 1  # the group conflicted and was split
+    fresh = ApplicationDeliberationStore(app)
+    assert proposals_in_history(await fresh.history(d.id)) == [a, b]
+    for x in bystanders:
+        assert proposals_in_history(await fresh.history(x.id)) == [x.agents[0]]
+    # A change re-applied after the conflict sees the other writer's event: a duplicate fails.
+    with pytest.raises(DuplicateProposalError):
+        await store.update(d.id, propose(a))
+
+
+async def check_batches_split_at_the_event_limit(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app, max_batch_events=2)
+    ds = await asyncio.gather(*(started(store) for _ in range(7)))
+    before = store.groups_committed
+    await asyncio.gather(*(store.update(d.id, propose(d.agents[0])) for d in ds))
+    assert store.groups_committed - before >= 4  # 7 one-event saves, at most 2 per batch
+    fresh = ApplicationDeliberationStore(app)
+    for d in ds:
+        assert proposals_in_history(await fresh.history(d.id)) == [d.agents[0]]
+
+
+# ---------------------------------------------------------------------- on POPO
+
+
+def popo() -> FleetApplication:
+    return FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+
+
+async def test_concurrent_updates_land_exactly_once() -> None:
+    await check_concurrent_updates_land_exactly_once(popo())
+
+
+async def test_failing_change_affects_only_its_caller() -> None:
+    await check_failing_change_affects_only_its_caller(popo())
+
+
+async def test_result_is_the_state_after_its_own_change() -> None:
+    await check_result_is_the_state_after_its_own_change(popo())
+
+
+async def test_conflict_with_another_writer_is_retried() -> None:
+    app = popo()
+    # POPO keeps events in the application's own memory: the "other writer" is the same app
+    # used past the store (its cache), which is what another process looks like to the store.
+    await check_conflict_with_another_writer_is_retried(app, app)
+
+
+async def test_batches_split_at_the_event_limit() -> None:
+    await check_batches_split_at_the_event_limit(popo())
+
+
+async def test_without_group_commit_updates_save_one_by_one() -> None:
+    store = ApplicationDeliberationStore(popo(), group_commit=False)
+    d = await started(store)
+    await asyncio.gather(*(store.update(d.id, propose(a)) for a in d.agents))
+    assert store.groups_committed == 0
+    assert sorted(proposals_in_history(await store.history(d.id))) == sorted(d.agents)
