@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -100,8 +101,21 @@ def _result_to_json(r: ResultView) -> dict[str, Any]:
         "latency_ms": r.latency_ms,
         "score": r.score,
         "rank": r.rank,
-        "checks": [c.as_dict() for c in r.checks],
+        "checks": [_check_to_json(c) for c in r.checks],
     }
+
+
+_CHECK_FIELDS = tuple(f.name for f in fields(CheckOutcome))
+
+
+def _check_to_json(c: CheckOutcome) -> dict[str, Any]:
+    # ``CheckOutcome.as_dict`` is ``dataclasses.asdict``, whose recursive deep copy was half of
+    # encoding a view; the fields are flat (``details`` a dict of strings), so this is equal.
+    return {name: _flat(getattr(c, name)) for name in _CHECK_FIELDS}
+
+
+def _flat(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else value
 
 
 def _result_from_json(d: dict[str, Any]) -> ResultView:

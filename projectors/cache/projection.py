@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
+from aggregates import Deliberation
 from projectors.cache.board import DeliberationBoard
 from projectors.cache.fold import evolve, handles
 from projectors.cache.view import DeliberationView
@@ -63,7 +64,13 @@ class CacheProjection:
         if not fresh:
             return 0
         ours = [e for e, _ in fresh if handles(e)]
-        ids: list[UUID] = list(dict.fromkeys(e.originator_id for e in ours))  # type: ignore[attr-defined]
+        # Read only the entries the batch does not start itself: a deliberation whose first event
+        # here is its Requested starts from that event whatever is stored (a catch-up's usual
+        # case, so most batches read little or nothing).
+        first: dict[UUID, object] = {}
+        for e in ours:
+            first.setdefault(e.originator_id, e)  # type: ignore[attr-defined]
+        ids = [d for d, e in first.items() if not isinstance(e, Deliberation.Requested)]
         views: dict[UUID, DeliberationView | None] = self.board.get_many(ids) if ids else {}
         for e in ours:
             d_id: UUID = e.originator_id  # type: ignore[attr-defined]

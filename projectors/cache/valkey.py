@@ -22,6 +22,7 @@ Thread-safety: valkey-py clients are thread-safe (a connection pool); the board 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from uuid import UUID
 
@@ -52,7 +53,10 @@ return epoch
 """
 
 # KEYS: position, fence, lease, entries... ARGV: base, position, fence ('' = unfenced), owner,
-# lease ms, then per entry: ttl seconds (0: none), field count (0: drop), fields and values.
+# lease ms, then the entries as one JSON array, one [ttl seconds (0: none), [field, value, ...]]
+# per entry key, in KEYS order (no fields: drop the entry). One JSON argument instead of one
+# argument per field: packing ~3,000 arguments per batch was a third of a catch-up's time in
+# valkey-py, and cjson decodes the array in C.
 # Returns {1, position} when written, {0, stored} when the position moved, {-1, fence} fenced.
 _PUT_MANY = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -62,17 +66,15 @@ if ARGV[3] ~= '' then
   redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
 end
 if current ~= tonumber(ARGV[1]) then return {0, tostring(current)} end
-local i = 6
+local entries = cjson.decode(ARGV[6])
 for k = 4, #KEYS do
-  local ttl = tonumber(ARGV[i])
-  local n = tonumber(ARGV[i + 1])
-  i = i + 2
+  local entry = entries[k - 3]
+  local ttl, fields = entry[1], entry[2]
   redis.call('DEL', KEYS[k])
-  if n > 0 then
-    redis.call('HSET', KEYS[k], unpack(ARGV, i, i + n - 1))
+  if #fields > 0 then
+    redis.call('HSET', KEYS[k], unpack(fields))
     if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
   end
-  i = i + n
 end
 redis.call('SET', KEYS[1], ARGV[2])
 return {1, ARGV[2]}
@@ -157,15 +159,16 @@ class ValkeyDeliberationBoard(DeliberationBoard):
         args: list[str | int] = [
             base, position, token, fence.owner if fence else "", fence.lease_ms if fence else 0
         ]  # fmt: skip
+        entries: list[tuple[int, list[str]]] = []
         for d_id, view in views.items():
             keys.append(self.key(d_id))
             if view is None:
-                args += [0, 0]
+                entries.append((0, []))
                 continue
             fields = encode_view(view, position=position)
-            args += [self._cleanup_seconds if view.is_terminal else 0, 2 * len(fields)]
-            for field, value in fields.items():
-                args += [field, value]
+            ttl = self._cleanup_seconds if view.is_terminal else 0
+            entries.append((ttl, [x for pair in fields.items() for x in pair]))
+        args.append(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
         status, detail = self._put_many(keys=keys, args=args)
         if int(status) == 1:
             return

@@ -67,19 +67,18 @@ LAST = "last"
 class Statement:
     """One parameterised Cypher statement over ``UNWIND $rows AS r``, with one row's values.
 
-    ``node`` and ``policy`` tell ``projectors.graph.batch`` how rows of many events may share one
-    execution: ``node`` names what the row writes, ``policy`` is ORDERED, SAME or LAST.
+    ``reads``, ``writes`` and ``policy`` tell ``projectors.graph.batch`` how rows of many events
+    may share one execution and in which order; ``node`` keys a LAST row's reduction.
     """
 
     cypher: str
     params: Mapping[str, Any] = field(default_factory=dict)
     node: str = ""
     policy: str = ORDERED
-
-    @property
-    def chain(self) -> str:
-        """The deliberation the row belongs to: rows of one deliberation keep their order."""
-        return str(self.params.get("id", ""))
+    reads: tuple[str, ...] = ()
+    """What the row's result depends on (keys such as ``d:<id>``, ``props:<id>:<agent>``)."""
+    writes: tuple[str, ...] = ()
+    """What the row changes. A row that names neither is ordered after every row before it."""
 
 
 def proposal_id(deliberation_id: object, round_no: int, agent_id: str) -> str:
@@ -245,8 +244,43 @@ CREATE (c)-[:CRITIQUED {round: r.round, critic: r.critic, content: r.content, ra
 """
 
 
-def _row(cypher: str, params: Mapping[str, Any], *, node: str, policy: str = ORDERED) -> Statement:
-    return Statement(cypher, params, node=str(params.get(node, "")), policy=policy)
+def _row(
+    cypher: str,
+    params: Mapping[str, Any],
+    *,
+    node: str,
+    reads: tuple[str, ...] = (),
+    writes: tuple[str, ...] = (),
+    policy: str = ORDERED,
+) -> Statement:
+    node_key = str(params.get(node, ""))
+    return Statement(cypher, params, node=node_key, policy=policy, reads=reads, writes=writes)
+
+
+# What a row reads and writes, for ``projectors.graph.batch``: a Deliberation node's existence
+# and the properties fixed when it is created (``_d``), its changing state (status, winner,
+# reason, ...: ``_state``), a Plan, an Agent, and an agent's proposals in one deliberation with
+# their scores (``_props``). Event nodes and links are created once and read by nothing here.
+
+
+def _d(d_id: str) -> str:
+    return f"d:{d_id}"
+
+
+def _state(d_id: str) -> str:
+    return f"state:{d_id}"
+
+
+def _plan(plan_id: str) -> str:
+    return f"plan:{plan_id}"
+
+
+def _agent_key(agent_id: str) -> str:
+    return f"agent:{agent_id}"
+
+
+def _props(d_id: str, agent_id: str) -> str:
+    return f"props:{d_id}:{agent_id}"
 
 
 def statements_for(event: object, position: int) -> list[Statement]:
@@ -275,7 +309,7 @@ def statements_for(event: object, position: int) -> list[Statement]:
     return [
         *body,
         _row(_TOUCH, {**base, "version": e.originator_version}, node="id", policy=LAST),
-        _row(_EVENT, timeline, node="event_id"),
+        _row(_EVENT, timeline, node="event_id", reads=(_d(base["id"]),)),
     ]
 
 
@@ -299,19 +333,26 @@ def _(e: Deliberation.Requested, base: dict[str, Any]) -> list[Statement]:
         "story_id": e.story_id,
         "requested_by": e.requested_by,
     }
-    out = [_row(_REQUESTED, params, node="id")]
+    d_id = base["id"]
+    out = [_row(_REQUESTED, params, node="id", writes=(_d(d_id), _state(d_id)))]
     if e.plan_id:
         plan = {"id": base["id"], "plan_id": e.plan_id, "story_id": e.story_id}
-        out += [_row(_PLAN, plan, node="plan_id", policy=SAME), _row(_SPAWNED, plan, node="id")]
+        out += [
+            _row(_PLAN, plan, node="plan_id", writes=(_plan(e.plan_id),), policy=SAME),
+            _row(_SPAWNED, plan, node="id", reads=(_plan(e.plan_id), _d(d_id))),
+        ]
     return out
 
 
 def _agent(base: dict[str, Any], agent_id: str) -> Statement:
-    return _row(_AGENT, {"id": base["id"], "agent_id": agent_id}, node="agent_id", policy=SAME)
+    params = {"id": base["id"], "agent_id": agent_id}
+    reads, writes = (_d(base["id"]),), (_agent_key(agent_id),)
+    return _row(_AGENT, params, node="agent_id", reads=reads, writes=writes, policy=SAME)
 
 
 def _in_progress(base: dict[str, Any]) -> Statement:
-    return _row(_STATUS, {"id": base["id"], "status": "IN_PROGRESS"}, node="id", policy=SAME)
+    params = {"id": base["id"], "status": "IN_PROGRESS"}
+    return _row(_STATUS, params, node="id", writes=(_state(base["id"]),), policy=SAME)
 
 
 @_statements.register
@@ -337,9 +378,18 @@ def _(e: Deliberation.ProposalReceived, base: dict[str, Any]) -> list[Statement]
         _in_progress(base),
         _agent(base, e.agent_id),
         _row(_AGENT_MODEL, model, node="agent_id", policy=LAST),
-        _row(_PROPOSAL, params, node="proposal_id"),
-        _row(_HAS_PROPOSAL, params, node="proposal_id", policy=SAME),
-        _row(_PROPOSED, params, node="proposal_id", policy=SAME),
+        *_proposal(_PROPOSAL, params, base["id"], e.agent_id),
+    ]
+
+
+def _proposal(cypher: str, params: dict[str, Any], d_id: str, agent_id: str) -> list[Statement]:
+    props = _props(d_id, agent_id)
+    return [
+        _row(cypher, params, node="proposal_id", writes=(props,)),
+        _row(_HAS_PROPOSAL, params, node="proposal_id", reads=(_d(d_id), props), policy=SAME),
+        _row(
+            _PROPOSED, params, node="proposal_id", reads=(_agent_key(agent_id), props), policy=SAME
+        ),
     ]
 
 
@@ -355,12 +405,7 @@ def _(e: Deliberation.LateProposalReceived, base: dict[str, Any]) -> list[Statem
         "content": e.content,
         "model": e.model,
     }
-    return [
-        _agent(base, e.agent_id),
-        _row(_LATE_PROPOSAL, params, node="proposal_id"),
-        _row(_HAS_PROPOSAL, params, node="proposal_id", policy=SAME),
-        _row(_PROPOSED, params, node="proposal_id", policy=SAME),
-    ]
+    return [_agent(base, e.agent_id), *_proposal(_LATE_PROPOSAL, params, base["id"], e.agent_id)]
 
 
 @_statements.register
@@ -378,30 +423,36 @@ def _(e: Deliberation.ProposalScored, base: dict[str, Any]) -> list[Statement]:
         "score": float(e.score),
         "checks": json.dumps(e.checks, sort_keys=True),
     }
-    return [_row(_SCORED, params, node="scored")]
+    return [_row(_SCORED, params, node="scored", writes=(_props(base["id"], e.agent_id),))]
 
 
 @_statements.register
 def _(e: Deliberation.Completed, base: dict[str, Any]) -> list[Statement]:
     params = {**base, "status": "COMPLETED", "winner": e.winner, "ranking": list(e.ranking)}
     won = {"id": base["id"], "candidates": candidate_ids(base["id"], e.winner)}
-    return [_row(_COMPLETED, params, node="id"), _row(_WON_BY, won, node="id")]
+    d_id = base["id"]
+    return [
+        _row(_COMPLETED, params, node="id", writes=(_state(d_id),)),
+        _row(_WON_BY, won, node="id", reads=(_d(d_id), _props(d_id, e.winner))),
+    ]
 
 
 @_statements.register
 def _(e: Deliberation.TimedOut, base: dict[str, Any]) -> list[Statement]:
     params = {**base, "status": "TIMEOUT", "missing": list(e.missing)}
-    return [_row(_TIMED_OUT, params, node="id")]
+    return [_row(_TIMED_OUT, params, node="id", writes=(_state(base["id"]),))]
 
 
 @_statements.register
 def _(e: Deliberation.Failed, base: dict[str, Any]) -> list[Statement]:
-    return [_row(_CLOSED, {**base, "status": "FAILED", "reason": e.reason}, node="id")]
+    params = {**base, "status": "FAILED", "reason": e.reason}
+    return [_row(_CLOSED, params, node="id", writes=(_state(base["id"]),))]
 
 
 @_statements.register
 def _(e: Deliberation.Cancelled, base: dict[str, Any]) -> list[Statement]:
-    return [_row(_CLOSED, {**base, "status": "CANCELLED", "reason": e.reason}, node="id")]
+    params = {**base, "status": "CANCELLED", "reason": e.reason}
+    return [_row(_CLOSED, params, node="id", writes=(_state(base["id"]),))]
 
 
 # ---------------------------------------------------------------- critiques
@@ -428,5 +479,6 @@ def _(e: Deliberation.CritiqueReceived, base: dict[str, Any]) -> list[Statement]
             "content": str(review.get("text", "")),
             "rating": None if score is None else float(score),
         }
-        out.append(_row(_CRITIQUED, params, node="critique"))
+        reads = (_props(base["id"], reviewer), _props(base["id"], target))
+        out.append(_row(_CRITIQUED, params, node="critique", reads=reads))
     return out

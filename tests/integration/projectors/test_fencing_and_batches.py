@@ -239,3 +239,56 @@ def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: Ladybu
     ]
     types = graph.query("MATCH (e:Event) RETURN e.type AS t ORDER BY e.seq")
     assert [r["t"] for r in types][-1] == "CritiqueReceived"
+
+
+def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(tmp_path: Path) -> None:
+    # The score statements find the final proposal by key lookups over every round; a revision
+    # (round 1) must take the score from round 0, an agent that did not revise keeps round 0.
+    from datetime import UTC, datetime
+
+    from aggregates import AgentId, CheckOutcome, Deliberation
+
+    app = scenarios.popo_app()
+    d = Deliberation.request(
+        task_id="rounds-1", task="t", role="DEV", num_agents=2, rounds=2,
+        requested_at=datetime.now(UTC), timeout_seconds=60, rubric="", plan_id="",
+        story_id="", requested_by="tests",
+    )  # fmt: skip
+    d.start()
+    a, b = (AgentId(x) for x in d.agents)
+    for agent in (a, b):
+        d.receive_proposal(agent_id=agent, round=0, content=f"{agent} v0", model="m",
+                           tokens=1, latency_ms=1)  # fmt: skip
+    d.revise_proposal(agent_id=a, round=1, content=f"{a} v1", model="m", tokens=1, latency_ms=1)
+    check = CheckOutcome(check_type="lint", passed=True, score=1.0)
+    d.score(agent_id=a, score=0.9, checks=[check])
+    d.score(agent_id=b, score=0.4, checks=[check])
+    d.complete()
+    d.receive_proposal(agent_id=b, round=1, content="late", model="m", tokens=1, latency_ms=1)
+    app.save(d)
+    events = _all_events(app)
+    one = LadybugGraph(tmp_path / "one" / "g")
+    many = LadybugGraph(tmp_path / "many" / "g")
+    try:
+        for e, p in events:
+            GraphProjection(one).apply(e, p)
+        GraphProjection(many).apply_batch(events, base=0)
+        for graph in (one, many):
+            scores = graph.query(
+                "MATCH (p:Proposal) RETURN p.agent_id AS agent, p.round AS round, "
+                "p.late AS late, p.score AS score ORDER BY agent, round, late"
+            )
+            assert scores == [
+                {"agent": a, "round": 0, "late": False, "score": None},
+                {"agent": a, "round": 1, "late": False, "score": 0.9},
+                {"agent": b, "round": 0, "late": False, "score": 0.4},
+                {"agent": b, "round": 1, "late": True, "score": None},
+            ]
+            won = graph.query(
+                "MATCH (:Deliberation)-[:WON_BY]->(p:Proposal) RETURN p.agent_id AS a, p.round AS r"
+            )
+            assert won == [{"a": a, "r": 1}]
+        assert _graph_dump(many) == _graph_dump(one)
+    finally:
+        one.close()
+        many.close()

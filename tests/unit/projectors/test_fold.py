@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from uuid import uuid4
+from collections.abc import Callable, Iterable
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -91,3 +91,36 @@ def test_in_memory_board_rejects_a_passed_position() -> None:
 def test_non_deliberation_events_are_not_folded() -> None:
     assert evolve(None, object()) is None
     assert Deliberation.Requested.__name__ == "Requested"
+
+
+def test_a_batch_reads_only_the_entries_it_does_not_start() -> None:
+    # A deliberation requested inside the batch starts from its Requested event, so reading its
+    # entry first would be a wasted round trip (most of a catch-up's reads).
+    from projectors.cache import CacheProjection
+
+    class CountingBoard(InMemoryDeliberationBoard):
+        def __init__(self) -> None:
+            super().__init__()
+            self.read: list[object] = []
+
+        def get_many(self, ids: Iterable[UUID]) -> dict[UUID, DeliberationView | None]:
+            wanted = list(ids)
+            self.read += wanted
+            return super().get_many(wanted)
+
+    app = scenarios.popo_app()
+    first = scenarios.completed(app, late=False)
+    second = scenarios.completed(app, late=False)
+    events = [
+        (app.mapper.to_domain_event(n), n.id) for n in app.recorder.select_notifications(1, 100)
+    ]
+    board = CountingBoard()
+    projection = CacheProjection(board)
+    split = next(i for i, (e, _) in enumerate(events) if e.originator_id == second.deliberation_id)
+    projection.apply_batch(events[: split + 2], base=0)
+    assert board.read == []
+    projection.apply_batch(events[split + 2 :], base=events[split + 1][1])
+    assert board.read == [second.deliberation_id]
+    for run in (first, second):
+        replayed = view_from_aggregate(app.repository.get(run.deliberation_id))
+        assert board.get(run.deliberation_id) == replayed

@@ -49,7 +49,8 @@ _AGENT = "UNWIND $rows AS r MERGE (a:Agent {id: r.id})"
 
 def test_apply_locks_compares_writes_then_moves_the_position() -> None:
     tx = FakeTransaction(position=4)
-    batch = [(5, [Statement(_AGENT, {"id": "a"})]), (6, [Statement(_AGENT, {"id": "b"})])]
+    a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
+    batch = [(5, [a]), (6, [b])]
     assert _apply_tx(tx, "graph", batch) == 2  # type: ignore[arg-type]
     assert "SET x.position = coalesce" in tx.ran[0][0]  # the lock comes first
     assert tx.ran[1] == (_AGENT, {"rows": [{"id": "a"}, {"id": "b"}]})  # one UNWIND for both

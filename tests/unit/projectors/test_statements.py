@@ -80,3 +80,22 @@ def test_scores_are_floats_and_completion_links_the_winner() -> None:
 def test_events_of_other_aggregates_are_not_ours() -> None:
     assert statements_for(object(), 1) == []
     assert statements_for(UUID(int=1), 1) == []
+
+
+def test_scores_look_proposals_up_by_key_for_every_allowed_round() -> None:
+    # A walk from the deliberation scans every proposal on LadybugDB once the graph is large;
+    # the statements name each possible on-time proposal instead, so none may be missed.
+    from aggregates.values import MAX_ROUNDS
+    from projectors.graph.statements import candidate_ids
+
+    events = _completed()
+    scored = next(e for e in events if isinstance(e, Deliberation.ProposalScored))
+    (score,) = statements_for(scored, 1)[:1]
+    d_id = scored.originator_id
+    expected = {proposal_id(d_id, r, scored.agent_id) for r in range(MAX_ROUNDS)}
+    assert expected <= set(score.params["candidates"])
+    assert score.params["candidates"] == candidate_ids(d_id, scored.agent_id)
+    assert "-[:HAS_PROPOSAL]->" not in score.cypher
+    completed = next(e for e in events if isinstance(e, Deliberation.Completed))
+    won = next(s for s in statements_for(completed, 1) if "WON_BY" in s.cypher)
+    assert won.params["candidates"] == candidate_ids(completed.originator_id, completed.winner)
