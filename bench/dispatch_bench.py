@@ -1,24 +1,53 @@
 """Dispatch benchmark: orchestration overhead and agent-call throughput through the whole path.
 
     .venv/bin/python bench/dispatch_bench.py [--deliberations 300] [--in-flight 50]
-        [--runtime ray|local] [--no-peer-review] [--no-group-commit] [--delay 0.5]
+        [--runtime ray|local] [--no-peer-review] [--no-group-commit] [--delay 1.0]
+        [--max-in-flight N] [--warmup 10]
 
 Path measured: a deliberation is requested (Requested saved to JetStream) → the dispatcher sees
 it on the feed, claims it from the work queue, records Started → 3 agents are called in parallel
 on warm Ray actors → ProposalReceived ×3 → 3 peer ratings → PeerRatingsReceived ×3 → scores and
-Completed in one atomic save → the Valkey cache projection shows it COMPLETED.
+Completed in one atomic save → the Valkey cache projection shows it COMPLETED. With
+``--no-peer-review`` the rating phase is skipped (propose ×3 → checks → Completed).
 
 The endpoint is the LOAD GENERATOR (``fleet.embedded.loadgen``, instant mode, in its own
-process): it answers at once with canned text, so what is measured is Fleet's own cost, never
-model quality. Overhead per deliberation = end to end (request saved → Completed on the feed)
-minus its agent calls' critical path (slowest proposal call + slowest rating call, as recorded in
-the events). The raw event-store save rate is measured in the same run for comparison.
+process): it answers with canned text after a fixed ``--delay`` (none by default), so what is
+measured is Fleet's own cost, never model quality. Two figures, from two kinds of run:
+
+* THROUGHPUT (``--delay 0``: the system is saturated on purpose): agent calls/s through the whole
+  path, beside the raw event-store save rate measured in the same run. In this run the "overhead"
+  line is queueing (≈ in-flight / deliberations per second), NOT the issue-5 overhead figure, and
+  is labelled so.
+* OVERHEAD (``--delay > 0``, e.g. 1.0 s, so the closed loop of ``--in-flight`` deliberations
+  offers less work than the machine can do): per deliberation,
+
+      overhead = end to end − agent time on its critical path
+      end to end = Requested saved (before ``store.create``) → Completed/Failed seen on the feed
+      critical path = Σ over its SEQUENTIAL agent phases of that phase's slowest call:
+          max(latency_ms of the round-0 ProposalReceived ×3)
+        + max(latency_ms of the PeerRatingsReceived ×3)            (peer review on only)
+
+  ``latency_ms`` is what the agent's HTTP client (in the actor) recorded for the call: from the
+  call's start, through its wait for a slot of the endpoint's in-flight bound, to the parsed
+  answer. Both phases are recorded in the events by the same client code, so the measure is the
+  same for both and survives restarts; nothing is guessed. Phases are sequential in the protocol
+  (ratings are asked for only after every proposal is recorded), so their maxima add.
+  The endpoint bound is back-pressure by design, not orchestration: the bench sets it
+  (``--max-in-flight``, default 3 × in-flight deliberations, i.e. every call of every deliberation
+  can be on the wire at once) so that neither the client's bound nor the Ray runtime's (whose
+  wait is NOT inside ``latency_ms``) is what is measured. The per-call latency line shows it:
+  with no slot waits, calls take the load generator's delay plus a few ms of HTTP.
+  A stricter second line subtracts only the load generator's service time (phases × delay), so
+  it also charges HTTP and the client to Fleet.
+
+The first ``--warmup`` deliberations (not counted) warm the actors, sessions and caches.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import statistics
@@ -94,6 +123,9 @@ async def run(args: argparse.Namespace) -> None:
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(args.threads))
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     lg_proc, lg_url = start_loadgen(args.delay)
+    # Every call of every deliberation in flight may be on the wire at once: the endpoint's
+    # in-flight bound (back-pressure by design) must not be what the overhead figure measures.
+    max_in_flight = args.max_in_flight or 3 * args.in_flight
     settings = Settings(
         data_dir=tmp,
         grpc_port=free_port(),
@@ -102,7 +134,7 @@ async def run(args: argparse.Namespace) -> None:
         components=frozenset(args.components.split(",")),
         agent_runtime=args.runtime,
         peer_review=not args.no_peer_review,
-        llm_max_in_flight=64,
+        llm_max_in_flight=max_in_flight,
         agent_call_timeout=30.0,
         plan_consumer=False,
     )
@@ -112,81 +144,112 @@ async def run(args: argparse.Namespace) -> None:
             app, store = node.app, node.store
             store.group_commit = not args.no_group_commit
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
-            head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
             started: dict[uuid.UUID, float] = {}
             ended: dict[uuid.UUID, float] = {}
-            done = asyncio.Event()
+            failed: set[uuid.UUID] = set()
 
-            async def watch() -> None:
-                async for item in ApplicationEventFeed(app).follow(after=head):
-                    e = item.event
-                    if isinstance(e, Deliberation.Completed | Deliberation.Failed):
-                        if e.originator_id in started and e.originator_id not in ended:
-                            ended[e.originator_id] = time.perf_counter()
-                            slots.release()
-                            if len(ended) == args.deliberations:
-                                done.set()
+            async def batch(n: int, tag: str) -> tuple[list[uuid.UUID], float]:
+                """A closed loop of ``n`` deliberations, ``args.in_flight`` at a time."""
+                head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
+                ids: list[uuid.UUID] = []
+                pending = 0
+                done = asyncio.Event()
+                slots = asyncio.Semaphore(args.in_flight)
 
-            slots = asyncio.Semaphore(args.in_flight)
-            watcher = asyncio.create_task(watch())
+                async def watch() -> None:
+                    nonlocal pending
+                    async for item in ApplicationEventFeed(app).follow(after=head):
+                        e = item.event
+                        if isinstance(e, Deliberation.Completed | Deliberation.Failed):
+                            if e.originator_id in started and e.originator_id not in ended:
+                                ended[e.originator_id] = time.perf_counter()
+                                if isinstance(e, Deliberation.Failed):
+                                    failed.add(e.originator_id)
+                                slots.release()
+                                pending -= 1
+                                if pending == 0 and len(ids) == n:
+                                    done.set()
 
-            async def submit(i: int) -> None:
-                await slots.acquire()
-                d = Deliberation.request(
-                    task_id=f"bench-{uuid.uuid4().hex[:8]}-{i}",
-                    task="Write a Python function that returns the n-th Fibonacci number",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=1,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=120,
-                )
-                started[d.id] = time.perf_counter()
-                await store.create(d)
+                watcher = asyncio.create_task(watch())
+                t0 = time.perf_counter()
+                for i in range(n):
+                    await slots.acquire()
+                    d = Deliberation.request(
+                        task_id=f"bench-{tag}-{uuid.uuid4().hex[:8]}-{i}",
+                        task="Write a Python function that returns the n-th Fibonacci number",
+                        role="DEV",
+                        num_agents=3,
+                        rounds=1,
+                        requested_at=datetime.now(tz=UTC),
+                        timeout_seconds=120,
+                    )
+                    pending += 1
+                    started[d.id] = time.perf_counter()
+                    ids.append(d.id)
+                    await store.create(d)
+                await asyncio.wait_for(done.wait(), 600)
+                wall = time.perf_counter() - t0
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                return ids, wall
 
-            # warm-up: a few deliberations so pools, sessions and caches are hot
-            t0 = time.perf_counter()
+            if args.warmup:
+                await batch(args.warmup, "warmup")
             groups0 = store.groups_committed
-            for i in range(args.deliberations):
-                await submit(i)
-            await asyncio.wait_for(done.wait(), 600)
-            wall = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            ids, wall = await batch(args.deliberations, "run")
             groups = store.groups_committed - groups0
             await node.wait_projected(120)
             wall_cache = time.perf_counter() - t0
-            watcher.cancel()
 
-            overhead, e2e, calls = [], [], 0
-            for d_id, t_start in started.items():
-                d = await store.get(d_id)
-                props = [p.latency_ms for p in d.proposals.values()]
-                rates = [
-                    e.latency_ms
-                    for e in await store.history(d_id)
-                    if isinstance(e, Deliberation.PeerRatingsReceived)
-                ]
+            overhead, strict, e2e, call_ms, calls = [], [], [], [], 0
+            for d_id in ids:
+                props, rates = [], []
+                for e in await store.history(d_id):
+                    if isinstance(e, Deliberation.ProposalReceived) and e.round == 0:
+                        props.append(e.latency_ms)
+                    elif isinstance(e, Deliberation.PeerRatingsReceived):
+                        rates.append(e.latency_ms)
                 calls += len(props) + len(rates)
-                total = (ended[d_id] - t_start) * 1000
+                call_ms += props + rates
+                total = (ended[d_id] - started[d_id]) * 1000
                 e2e.append(total)
                 overhead.append(total - max(props, default=0) - max(rates, default=0))
+                phases = (1 if props else 0) + (1 if rates else 0)
+                strict.append(total - phases * args.delay * 1000)
     finally:
         lg_proc.terminate()
         lg_proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
 
     n = len(e2e)
+    saturated = args.delay == 0
+    review = "off" if args.no_peer_review else "on"
     print(
-        f"dispatch bench: {n} deliberations (3 agents, 1 round, peer review "
-        f"{'off' if args.no_peer_review else 'on'}), {args.in_flight} in flight, "
-        f"runtime={args.runtime}, load generator instant"
-        f"{f' +{args.delay * 1000:.0f} ms' if args.delay else ''}, {os.cpu_count()} cores, "
+        f"dispatch bench [{'THROUGHPUT (saturated)' if saturated else 'OVERHEAD'}]: {n} "
+        f"deliberations (3 agents, 1 round, peer review {review}; {len(failed)} failed), "
+        f"{args.in_flight} in flight (closed loop, after {args.warmup} warm-up), "
+        f"runtime={args.runtime}, load generator "
+        f"{f'+{args.delay * 1000:.0f} ms per call' if args.delay else 'instant'}, "
+        f"endpoint in-flight bound {max_in_flight}, {os.cpu_count()} cores, "
         f"group commit {'off' if args.no_group_commit else 'on'}"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
+    lat = f"p50 {pct(call_ms, 50):7.1f} ms   p99 {pct(call_ms, 99):7.1f} ms"
+    delay_ms = args.delay * 1000
+    print(f"  agent call latency (client)      {lat}   (load generator delay {delay_ms:.0f} ms)")
     e2e_line = f"p50 {pct(e2e, 50):7.1f} ms   p99 {pct(e2e, 99):7.1f} ms"
     oh_line = f"p50 {pct(overhead, 50):7.1f} ms   p99 {pct(overhead, 99):7.1f} ms"
     print(f"  end to end per deliberation      {e2e_line}")
-    print(f"  orchestration overhead           {oh_line}   mean {statistics.mean(overhead):.1f} ms")
+    what = "queueing at saturation, NOT the overhead figure" if saturated else "issue-5 figure"
+    print(
+        f"  overhead (e2e − Σ phase max call) {oh_line}   mean {statistics.mean(overhead):.1f} ms"
+        f"   [{what}]"
+    )
+    if not saturated:
+        st_line = f"p50 {pct(strict, 50):7.1f} ms   p99 {pct(strict, 99):7.1f} ms"
+        print(f"  stricter (e2e − phases × delay)   {st_line}   (HTTP + client charged to Fleet)")
     print(
         f"  agent calls                      {calls} in {wall:.2f} s = {calls / wall:7.0f} calls/s"
     )
@@ -199,6 +262,19 @@ async def run(args: argparse.Namespace) -> None:
         f"  deliberations                    {n / wall:7.1f} /s (to Completed); "
         f"{n / wall_cache:.1f} /s including the cache projection caught up"
     )
+    if saturated:
+        ok = calls / wall >= 300
+        print(
+            f"  target ≥ 300 agent calls/s (saturated, whole path): {calls / wall:.0f} calls/s "
+            f"beside {raw:.0f} raw saves/s → {'MET' if ok else 'NOT MET'}"
+        )
+    else:
+        ok50, ok99 = pct(overhead, 50) <= 20, pct(overhead, 99) <= 100
+        print(
+            f"  target overhead p50 ≤ 20 ms: {'MET' if ok50 else 'NOT MET'}; "
+            f"p99 ≤ 100 ms: {'MET' if ok99 else 'NOT MET'} (valid only if the run is not "
+            f"saturated: its {n / wall:.1f} deliberations/s must be well under the saturated rate)"
+        )
 
 
 def main() -> None:
@@ -211,6 +287,13 @@ def main() -> None:
     p.add_argument(
         "--delay", type=float, default=0.0, help="seconds the load generator waits per answer"
     )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=0,
+        help="endpoint in-flight bound (FLEET_LLM_MAX_IN_FLIGHT); default 3 × --in-flight",
+    )
+    p.add_argument("--warmup", type=int, default=10, help="deliberations run first, not counted")
     p.add_argument("--raw-saves", type=int, default=300)
     p.add_argument("--threads", type=int, default=32, help="worker threads for store calls")
     p.add_argument(
