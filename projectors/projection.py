@@ -60,6 +60,10 @@ class Projection(Protocol):
         """
         ...
 
+    # Optional: ``idle(self) -> None``, called by the runner when a catch-up drains and when
+    # nothing has arrived for a while (housekeeping such as a graph checkpoint; not in the
+    # Protocol so that projections without any need not define it).
+
     def reset(self) -> None:
         """Delete what the projection wrote and set its position to 0 (for a rebuild)."""
         ...

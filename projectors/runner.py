@@ -4,10 +4,12 @@ The runner claims the projection in its store (``projectors.fence``), reads the 
 subscribes to the application recorder after it, and applies what has arrived in batches: while
 behind, up to ``batch_size`` events per atomic step (one graph transaction of ``UNWIND``s, one
 Valkey script after one pipeline of reads); when live, whatever is queued, usually one event, so
-lag stays low. Each batch carries the runner's fence and the position it started from; the store
-refuses it when either changed. The runner keeps no position of its own that matters: a restart
-(of the runner or the process) resumes from the store, and the store ignores what it has already
-applied.
+lag stays low. When a catch-up drains, and when nothing has arrived for ``idle_s`` after a write,
+the runner calls the projection's optional ``idle()`` (the graph checkpoints its write-ahead log
+there, so the engine need not stall a live commit to do it). Each batch carries the runner's
+fence and the position it started from; the store refuses it when either changed. The runner
+keeps no position of its own that matters: a restart (of the runner or the process) resumes
+from the store, and the store ignores what it has already applied.
 
 * Fenced out (another instance claimed the projection): the runner stops writing and stands by,
   re-claiming every third of a lease, and resumes from the stored position once it holds it.
@@ -45,6 +47,7 @@ __all__ = ["DEFAULT_BATCH_SIZE", "ProjectorRunner", "RunnerState"]
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 500
+DEFAULT_IDLE_S = 1.0
 _QUEUE_BOUND = 20_000  # notifications read ahead of the applier
 _MAX_BACKOFF_S = 5.0
 
@@ -84,6 +87,7 @@ class ProjectorRunner:
         retry_on: error types that mean "the store is down": retried instead of stopping.
         on_batch: called after each batch with (first position, last position, applied count);
             the benchmark measures lag with it.
+        idle_s: quiet time after a write before the projection's ``idle()`` (if it has one).
     """
 
     def __init__(
@@ -97,6 +101,7 @@ class ProjectorRunner:
         fenced: bool = True,
         retry_on: tuple[type[BaseException], ...] = (),
         on_batch: Callable[[int, int, int], None] | None = None,
+        idle_s: float = DEFAULT_IDLE_S,
     ) -> None:
         self._app = app
         self._projection = projection
@@ -106,6 +111,7 @@ class ProjectorRunner:
         self._fenced = fenced
         self._retry_on = retry_on
         self._on_batch = on_batch
+        self._idle_s = idle_s
         self._cond = threading.Condition()
         self._position = 0
         self._applied = 0
@@ -132,6 +138,7 @@ class ProjectorRunner:
             fenced=self._fenced,
             retry_on=self._retry_on,
             on_batch=self._on_batch,
+            idle_s=self._idle_s,
         )
 
     @property
@@ -289,16 +296,34 @@ class ProjectorRunner:
         )
         feeder.start()
         renew_s = self._lease_ms / 3000
+        renew_at = time.monotonic() + renew_s
+        dirty = True  # the store may hold a previous run's un-checkpointed writes
+        behind = False  # applied a full batch since the last idle()
         try:
             while not self._is_stopped():
+                now = time.monotonic()
+                wait = max(0.0, renew_at - now)
+                if dirty:
+                    wait = min(wait, self._idle_s)
                 try:
-                    first = q.get(timeout=renew_s)
+                    first = q.get(timeout=wait)
                 except queue.Empty:
-                    self._renew(fence)
+                    if dirty:
+                        self._idle()
+                        dirty = behind = False
+                    if time.monotonic() >= renew_at:
+                        self._renew(fence)
+                        renew_at = time.monotonic() + renew_s
                     continue
                 batch, end = self._drain(first, q)
                 if batch:
                     base = self._apply(batch, base, fence)
+                    renew_at = time.monotonic() + renew_s  # a fenced write renewed the lease
+                    dirty = True
+                    behind = behind or len(batch) >= self._batch_size
+                    if behind and q.empty():  # a catch-up drained: live from here on
+                        self._idle()
+                        dirty = behind = False
                 if end is not None:
                     if end.error is not None:
                         raise end.error
@@ -342,6 +367,11 @@ class ProjectorRunner:
         if self._on_batch is not None:
             self._on_batch(batch[0].id, last, applied)
         return last
+
+    def _idle(self) -> None:
+        idle = getattr(self._projection, "idle", None)
+        if idle is not None:
+            idle()
 
     def _renew(self, fence: Fence | None) -> None:
         if fence is None:

@@ -31,6 +31,10 @@ class GraphProjection:
     def reset(self) -> None:
         self.graph.reset(self.name)
 
+    def idle(self) -> None:
+        """The runner has nothing queued: let the graph checkpoint (see ``DecisionGraph``)."""
+        self.graph.checkpoint()
+
     def apply(self, event: object, position: int) -> bool:
         """Apply one event unfenced (tools and tests); False when not ours or already applied."""
         statements = statements_for(event, position)

@@ -1,0 +1,87 @@
+"""The graph's checkpoint hook: LadybugDB folds its write-ahead log when the runner goes idle."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from projectors import GraphProjection, ProjectorRunner
+from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LadybugGraph
+from tests.unit.projectors import scenarios
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _wal_bytes(graph: LadybugGraph) -> int:
+    wal = graph.path.with_name(graph.path.name + ".wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_the_adapter_raises_the_automatic_checkpoint_threshold(tmp_path: Path) -> None:
+    graph = LadybugGraph(tmp_path / "g", checkpoint_threshold=CHECKPOINT_THRESHOLD)
+    try:
+        result = graph._write.execute("CALL current_setting('checkpoint_threshold') RETURN *")
+        assert int(result.get_next()[0]) == CHECKPOINT_THRESHOLD  # type: ignore[union-attr]
+    finally:
+        graph.close()
+
+
+def test_checkpoint_empties_the_log_and_keeps_the_data(tmp_path: Path) -> None:
+    app = scenarios.popo_app()
+    scenarios.completed(app)
+    graph = LadybugGraph(tmp_path / "g")
+    try:
+        projection = GraphProjection(graph)
+        events = [
+            (app.mapper.to_domain_event(n), n.id)
+            for n in app.recorder.select_notifications(1, 1000)
+        ]
+        projection.apply_batch(events, base=0)
+        assert _wal_bytes(graph) > 0
+        before = graph.query("MATCH (n) RETURN count(n) AS n")
+        projection.idle()
+        assert _wal_bytes(graph) == 0
+        assert graph.query("MATCH (n) RETURN count(n) AS n") == before
+        assert projection.position() == events[-1][1]
+    finally:
+        graph.close()
+
+
+class _Counting(GraphProjection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idles = 0
+
+    def idle(self) -> None:
+        self.idles += 1
+        super().idle()
+
+
+def _until(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_the_runner_checkpoints_after_a_catch_up_and_when_idle(tmp_path: Path) -> None:
+    app = scenarios.popo_app()
+    for _ in range(3):
+        scenarios.completed(app)
+    graph = LadybugGraph(tmp_path / "g")
+    projection = _Counting(graph)
+    try:
+        with ProjectorRunner(app, projection, batch_size=4, idle_s=0.2) as runner:
+            runner.wait(app.recorder.max_notification_id() or 0)
+            _until(lambda: projection.idles >= 1 and _wal_bytes(graph) == 0)
+            idles = projection.idles
+            scenarios.completed(app)  # live writes, then quiet: one more checkpoint
+            runner.wait(app.recorder.max_notification_id() or 0)
+            _until(lambda: projection.idles > idles and _wal_bytes(graph) == 0)
+            time.sleep(0.5)  # nothing written since: no further checkpoints
+            assert projection.idles == idles + 1
+    finally:
+        graph.close()
