@@ -94,7 +94,8 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             # Generous: a fresh clone's first child process compiles every module first.
             await _until(in_round_1, timeout=120)
         except AssertionError:
-            raise AssertionError(f"round 1 never started; dispatcher log:\n{procs[-1].tail()}")
+            msg = f"round 1 never started; dispatcher log:\n{procs[-1].tail()}"
+            raise AssertionError(msg) from None
         procs[-1].kill()
         finished = [count(await events(i), Deliberation.Completed) for i in ids]
         assert sum(finished) < N, "all done before the second kill"
