@@ -29,7 +29,7 @@ from aggregates import Deliberation, deliberation_id
 from fleet.application import FleetApplication
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
-from tests.e2e._processes import FLEET, REPO, FleetProcess
+from tests.e2e._processes import FLEET, NATS_STALL, REPO, FleetProcess
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -130,6 +130,7 @@ def turn_calls(lg: LoadGenServer, agent: str) -> int:
     )
 
 
+@NATS_STALL
 async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_agent(
     tmp_path: Path, nats_url: str, nats_env: dict[str, str]
 ) -> None:
