@@ -133,13 +133,16 @@ class WorkMessage:
         raw = json.loads(data)
         if not isinstance(raw, dict) or raw.get("kind") not in KINDS:
             raise ValueError(f"not an agent work message: {data[:80]!r}")
-        return cls(
-            kind=str(raw["kind"]),
-            key=str(raw["key"]),
-            role=str(raw["role"]).upper(),
-            deadline=float(raw["deadline"]),
-            body=dict(raw["body"]),
-        )
+        try:
+            return cls(
+                kind=str(raw["kind"]),
+                key=str(raw["key"]),
+                role=str(raw["role"]).upper(),
+                deadline=float(raw["deadline"]),
+                body=dict(raw["body"]),
+            )
+        except (KeyError, TypeError) as e:  # one error type for every malformed message
+            raise ValueError(f"malformed agent work message ({e!r}): {data[:80]!r}") from None
 
 
 @dataclass(frozen=True)
@@ -164,16 +167,19 @@ class ResultMessage:
         raw = json.loads(data)
         if not isinstance(raw, dict) or raw.get("kind") not in KINDS:
             raise ValueError(f"not an agent result message: {data[:80]!r}")
-        return cls(
-            kind=str(raw["kind"]),
-            key=str(raw["key"]),
-            ok=bool(raw["ok"]),
-            body=raw.get("body"),
-            error=str(raw.get("error") or ""),
-            worker=str(raw.get("worker") or ""),
-            deliveries=int(raw.get("deliveries") or 1),
-            dead_lettered=bool(raw.get("dead_lettered")),
-        )
+        try:
+            return cls(
+                kind=str(raw["kind"]),
+                key=str(raw["key"]),
+                ok=bool(raw["ok"]),
+                body=raw.get("body"),
+                error=str(raw.get("error") or ""),
+                worker=str(raw.get("worker") or ""),
+                deliveries=int(raw.get("deliveries") or 1),
+                dead_lettered=bool(raw.get("dead_lettered")),
+            )
+        except (KeyError, TypeError) as e:  # one error type for every malformed message
+            raise ValueError(f"malformed agent result message ({e!r}): {data[:80]!r}") from None
 
 
 def _dumps(obj: Any) -> bytes:

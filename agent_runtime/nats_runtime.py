@@ -65,6 +65,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
+from agent_runtime.nats_pull import pull_batches
 
 __all__ = ["NatsAgentRuntime", "QueueNames", "ensure_streams"]
 
@@ -110,6 +111,8 @@ class NatsAgentRuntime:
         grace_s: extra wait past a call's timeout for the worker's failure report.
         consumer_idle_s: a results consumer nobody fetches from for this long is removed by the
             server (a crashed dispatcher leaves nothing behind).
+        fetch_timeout_s: how long one poll of the results consumer waits (a poll that finds
+            nothing simply polls again; tests shorten it to cross many idle polls quickly).
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class NatsAgentRuntime:
         assess_timeout_s: float = 120.0,
         grace_s: float = RESULT_GRACE_S,
         consumer_idle_s: float = 300.0,
+        fetch_timeout_s: float = 1.0,
         owns_connection: bool = False,
     ) -> None:
         self._nc = nc
@@ -130,11 +134,13 @@ class NatsAgentRuntime:
         self._assess_timeout_s = assess_timeout_s
         self._grace_s = grace_s
         self._idle_s = consumer_idle_s
+        self._fetch_timeout_s = fetch_timeout_s
         self._owns = owns_connection
         self._waiting: defaultdict[tuple[str, str], set[asyncio.Future[ResultMessage]]] = (
             defaultdict(set)
         )
         self._listener: asyncio.Task[None] | None = None
+        self._listener_error: BaseException | None = None
         self._sub: Any = None
         self._closed = False
         self.published = 0
@@ -197,6 +203,7 @@ class NatsAgentRuntime:
         self._listener = asyncio.create_task(
             self._listen(sub), name=f"agent-results-{self.durable}"
         )
+        self._listener.add_done_callback(self._listener_ended)
 
     # -- the Protocol
 
@@ -272,6 +279,9 @@ class NatsAgentRuntime:
     ) -> ResultMessage:
         if self._closed or self._listener is None:
             raise AgentTurnError(f"{kind} {key}: agent runtime is not running")
+        if self._listener_error is not None:
+            msg = f"{kind} {key}: agent results listener stopped: {self._listener_error!r}"
+            raise AgentTurnError(msg)
         fut: asyncio.Future[ResultMessage] = asyncio.get_running_loop().create_future()
         waiters = self._waiting[(kind, key)]
         waiters.add(fut)  # before publishing: the answer may beat the publish's ack
@@ -319,19 +329,25 @@ class NatsAgentRuntime:
         return stored if stored.key == key else None
 
     async def _listen(self, sub: Any) -> None:
-        while True:
-            try:
-                msgs: list[Msg] = await sub.fetch(batch=256, timeout=1.0)
-            except TimeoutError:
-                continue
-            except NatsError as e:  # reconnecting: the consumer is still there
-                log.warning("agent results: fetch failed (%s); retrying", e)
-                await asyncio.sleep(0.5)
-                continue
+        what = f"agent results ({self.durable})"
+        async for msgs in pull_batches(sub, batch=256, timeout_s=self._fetch_timeout_s, what=what):
             for msg in msgs:
                 self._deliver(msg)
             with contextlib.suppress(NatsError):  # ack policy "all": the last acks the batch
                 await msgs[-1].ack()
+
+    def _listener_ended(self, task: asyncio.Task[None]) -> None:
+        """The listener only ends on close; if anything else ends it, no answer can arrive any
+        more: say so loudly and fail every waiting call now rather than at its timeout."""
+        if task.cancelled() or self._closed:
+            return
+        error = task.exception() or RuntimeError("agent results listener ended")
+        self._listener_error = error
+        log.error("agent results listener (%s) stopped: %r", self.durable, error, exc_info=error)
+        for futures in self._waiting.values():
+            for fut in futures:
+                if not fut.done():
+                    fut.set_exception(AgentTurnError(f"agent results listener stopped: {error!r}"))
 
     def _deliver(self, msg: Msg) -> None:
         try:

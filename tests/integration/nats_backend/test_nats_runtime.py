@@ -166,3 +166,26 @@ async def test_a_call_whose_workers_keep_dying_is_parked_by_the_advisory(
         parked = await dead_letters(nc, names)
         assert "died or stalled" in (parked[0].headers or {})["Fleet-Dead-Letter-Reason"]
         await queue_drained(nc, names)
+
+
+async def test_answers_still_arrive_after_many_idle_polls_and_a_poisoned_result(
+    nc: NATS, names: QueueNames, start_worker: WorkerFactory
+) -> None:
+    """Issue 7's stall: an idle poll of the results consumer sometimes returns an empty batch
+    (the server's 408 beats the client's timer), and a malformed message may land on a results
+    subject. Neither may stop the listener: a call made afterwards still gets its answer, not a
+    timeout. ~150 polls of 20 ms make the empty batch all but certain (about 1 poll in 12)."""
+    rt = NatsAgentRuntime(nc, names, grace_s=2.0, fetch_timeout_s=0.02)
+    await rt.start()
+    try:
+        async with LoadGenServer("instant") as lg:
+            await start_worker(lg.url)
+            await asyncio.sleep(3.0)  # idle: only empty polls
+            js = nc.jetstream()
+            await js.publish(f"{names.results_prefix}.turn.x", b'{"kind": "turn"}')  # no key
+            await js.publish(f"{names.results_prefix}.turn.y", b"\xff not json")
+            await asyncio.sleep(0.5)
+            result = await rt.run_turn(turn("dev-agent-2", timeout_s=5.0))
+            assert result.agent_id == "dev-agent-2" and result.content
+    finally:
+        await rt.close()

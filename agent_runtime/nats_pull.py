@@ -1,0 +1,82 @@
+"""Reading a JetStream pull consumer in a loop that only cancellation ends.
+
+Every long-lived reader of a pull consumer (the agent-results listener here, the work queue and
+the plan consumer in ``fleet``) needs the same loop, and nats-py's ``fetch`` has three outcomes
+that loop must survive, one of them undocumented:
+
+* ``TimeoutError`` when nothing arrived within the timeout: poll again;
+* an **empty list** when the server's 408 (the pull request expired) beats the client's own timer
+  by a hair. Measured with nats-py 2.16 on nats-server 2.15: about one idle poll in twelve, more
+  on a loaded machine. A loop that reads ``msgs[-1]`` dies there with an IndexError, silently if
+  it is a background task; every answer after that then waits out its whole call timeout (the
+  NATS backend's "stall after round 0");
+* a ``nats.errors.Error`` while reconnecting or while the consumer's leader moves: back off and
+  poll again, the durable consumer is still there.
+
+``pull_batches`` yields only non-empty batches and ends only when cancelled (or when the
+subscription's owner closes the connection, which raises ``ConnectionClosedError`` forever:
+that ends the loop too, rather than spinning).
+
+Loop affinity: the caller's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
+from nats.errors import Error as NatsError
+
+__all__ = ["PullSubscription", "pull_batches"]
+
+log = logging.getLogger(__name__)
+
+
+class PullSubscription(Protocol):
+    """What ``pull_batches`` needs of nats-py's ``JetStreamContext.PullSubscription``."""
+
+    async def fetch(
+        self, batch: int = 1, timeout: float | None = 5, heartbeat: Any = None
+    ) -> Any: ...
+
+
+async def pull_batches(
+    sub: PullSubscription,
+    *,
+    batch: int,
+    timeout_s: float = 1.0,
+    what: str = "pull consumer",
+    max_backoff_s: float = 5.0,
+) -> AsyncIterator[list[Msg]]:
+    """Yield each non-empty batch fetched from ``sub``, forever.
+
+    Args:
+        sub: a bound pull subscription.
+        batch: the most messages one fetch asks for.
+        timeout_s: how long one fetch waits (also the longest a cancellation waits on a poll).
+        what: names the consumer in the warnings logged on errors.
+        max_backoff_s: the longest pause between polls while NATS keeps failing.
+
+    Raises:
+        ConnectionClosedError: the connection was closed (by its owner): nothing more can come.
+    """
+    backoff = min(0.1, max_backoff_s)
+    while True:
+        try:
+            msgs = await sub.fetch(batch=batch, timeout=timeout_s)
+        except TimeoutError:  # nats.errors.TimeoutError is one too
+            continue
+        except ConnectionClosedError:
+            raise
+        except NatsError as e:
+            log.warning("%s: fetch failed (%r); retrying in %.1f s", what, e, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff_s)
+            continue
+        backoff = min(0.1, max_backoff_s)
+        if msgs:
+            yield list(msgs)
