@@ -30,6 +30,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
 
+from agent_runtime.nats_pull import pull_batches
 from aggregates import InvalidDeliberationError
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from dispatchers.ports import PlanStore
@@ -103,11 +104,7 @@ class PlanApprovalConsumer:
             config=ConsumerConfig(ack_wait=self._ack_wait_s, max_deliver=self.max_deliver),
         )
         log.info("consuming %s from stream %s as %s", PLAN_SUBJECT, stream, self._durable)
-        while True:
-            try:
-                msgs = await sub.fetch(batch=32, timeout=1.0)
-            except TimeoutError:
-                continue
+        async for msgs in pull_batches(sub, batch=32, what=f"plan consumer {self._durable}"):
             for msg in msgs:
                 await self.handle(msg)
 

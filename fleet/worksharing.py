@@ -33,6 +33,8 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
 from nats.js.errors import APIError, BadRequestError
 
+from agent_runtime.nats_pull import pull_batches
+
 log = logging.getLogger(__name__)
 
 WORK_SUBJECT_PREFIX = "fleet.work.deliberation"
@@ -141,11 +143,7 @@ class JetStreamWorkQueue:
             stream=self.stream,
             config=ConsumerConfig(ack_wait=self.lease_s, max_deliver=-1, max_ack_pending=10_000),
         )
-        while True:
-            try:
-                msgs = await sub.fetch(batch=64, timeout=1.0)
-            except TimeoutError:
-                continue
+        async for msgs in pull_batches(sub, batch=64, what=f"work queue {self._durable}"):
             for msg in msgs:
                 try:
                     d_id = UUID(hex=msg.subject.rsplit(".", 1)[-1])
