@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 FLEET = str(Path(sys.executable).with_name("fleet"))
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,11 +79,3 @@ BACKENDS = {
     "in-process": {"FLEET_AGENT_RUNTIME": "local"},
     "nats": {"FLEET_AGENT_BACKEND": "nats", "FLEET_WORKER_ACK_WAIT": "2"},
 }
-
-# Known flaky (issue 7 stays open): in about one run of two or three, a deliberation on the NATS
-# backend stops progressing after round 0 while the workers have answered. It runs on every CI
-# run so it keeps reporting (XFAIL/XPASS), but cannot fail the build until the cause is fixed.
-NATS_STALL = pytest.mark.xfail(
-    strict=False,
-    reason="known intermittent stall of a NATS-backend deliberation after round 0 (issue 7)",
-)

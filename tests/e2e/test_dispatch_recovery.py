@@ -21,7 +21,7 @@ from aggregates import Deliberation, deliberation_id
 from fleet.application import FleetApplication
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
-from tests.e2e._processes import BACKENDS, NATS_STALL, FleetProcess
+from tests.e2e._processes import BACKENDS, FleetProcess
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -47,13 +47,7 @@ def count(events: list[object], kind: type) -> int:
     return sum(isinstance(e, kind) for e in events)
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        pytest.param(b, marks=NATS_STALL) if b == "nats" else b  # issue 7: see test_nats_backend
-        for b in sorted(BACKENDS)
-    ],
-)
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
     tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
 ) -> None:

@@ -29,7 +29,7 @@ from aggregates import Deliberation, deliberation_id
 from fleet.application import FleetApplication
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
-from tests.e2e._processes import FLEET, NATS_STALL, REPO, FleetProcess
+from tests.e2e._processes import FLEET, REPO, FleetProcess
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -130,7 +130,6 @@ def turn_calls(lg: LoadGenServer, agent: str) -> int:
     )
 
 
-@NATS_STALL
 async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_agent(
     tmp_path: Path, nats_url: str, nats_env: dict[str, str]
 ) -> None:
@@ -147,7 +146,12 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
             async def terminal() -> bool:
                 return all([(await store.get(i)).is_terminal for i in (clean, poisoned)])
 
-            await until(terminal, timeout=90)
+            try:
+                await until(terminal, timeout=90)
+            except AssertionError:
+                stuck = {i: await store.history(i) for i in (clean, poisoned)}
+                story = {i: [type(e).__name__ for e in evs] for i, evs in stuck.items()}
+                raise AssertionError(f"not terminal: {story}\n{node.tail()}") from None
         finally:
             node.stop()
     d = await store.get(clean)
