@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fleet import render
 from fleet.bootstrap import FleetNode
@@ -76,7 +77,8 @@ async def run_demo(settings: Settings, console: Console) -> None:
             await node.wait_projected()
             timings["projections caught up"] = time.perf_counter() - t2
             console.rule("Cypher over the history graph (QueryHistory)")
-            console.print(f"[dim]{HISTORY_QUERY}[/]\n[dim]params: task_id={task_id!r}[/]")
+            # As text, not markup: rich would swallow ``[w:WON_BY]`` and print a broken query.
+            console.print(Text(f"{HISTORY_QUERY}\nparams: task_id={task_id!r}", style="dim"))
             t3 = time.perf_counter()
             columns, rows, _ = await client.query(HISTORY_QUERY, {"task_id": task_id})
             timings["Cypher query"] = time.perf_counter() - t3

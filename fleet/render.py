@@ -98,7 +98,8 @@ def timeline(console: Console, entries: Sequence[TimelineEntry], *, title: str) 
     start: datetime | None = entries[0].at if entries else None
     for e in entries:
         offset = int((e.at - start).total_seconds() * 1000) if start else 0
-        t.add_row(str(e.version), e.at.strftime("%H:%M:%S.%f")[:-3], str(offset), e.type, e.summary)
+        at = e.at.strftime("%H:%M:%S.%f")[:-3]
+        t.add_row(str(e.version), at, str(offset), e.type, Text(e.summary))  # data, not markup
     console.print(t)
 
 
@@ -113,10 +114,11 @@ def rows(
     console.print(t)
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any) -> Text:
+    """A query value as plain text: never read as rich markup (``list[int]``, ``[w:WON_BY]``)."""
     if isinstance(v, str):
-        return v if len(v) <= 80 else v[:79] + "…"
-    return json.dumps(v, default=str)
+        return Text(v if len(v) <= 80 else v[:79] + "…")
+    return Text(json.dumps(v, default=str))
 
 
 # ------------------------------------------------------------------ live progress, listings
@@ -156,7 +158,7 @@ class LiveProgress:
         t.add_column("state")
         t.add_column("details", overflow="fold")
         for agent, (state, detail) in sorted(self.agents.items()):
-            t.add_row(agent, Text(state, style=_AGENT_STYLE.get(state, "")), detail)
+            t.add_row(agent, Text(state, style=_AGENT_STYLE.get(state, "")), Text(detail))
         return Group(head, t, Text(self.step, style="dim"))
 
 
@@ -190,7 +192,7 @@ def deliberation_list(console: Console, resp: pb.ListDeliberationsResponse) -> N
             else "-"
         )
         t.add_row(
-            d.task_id,
+            Text(d.task_id),
             d.role,
             status_text(d.status),
             str(d.num_agents),

@@ -35,6 +35,15 @@ class TimelineEntry:
                     f"{d['agent_id']} round {d['round']}: {d['tokens']} tokens, "
                     f"{d['latency_ms']} ms — {_short(d['content'])}"
                 )
+            case "ProposalRevised":
+                return (
+                    f"{d['agent_id']} revised in round {d['round']}: {d['tokens']} tokens, "
+                    f"{d['latency_ms']} ms — {_short(d['content'])}"
+                )
+            case "CritiqueReceived":
+                return f"{d['agent_id']} critiqued (round {d['round']}): {_ratings(d)}"
+            case "PeerRatingsReceived":
+                return f"{d['agent_id']} rated: {_ratings(d)}"
             case "LateProposalReceived":
                 return f"{d['agent_id']} round {d['round']} arrived late ({d['status_at_arrival']})"
             case "AgentFailed":
@@ -90,6 +99,19 @@ def _default(o: Any) -> Any:
     if isinstance(o, UUID):
         return str(o)
     return str(o)
+
+
+def _ratings(d: dict[str, Any]) -> str:
+    """A review event's ratings, one per peer ("?" where the reviewer gave nothing usable)."""
+    if d.get("error"):
+        return f"failed ({_short(d['error'])}), counts as neutral"
+    marks = [
+        f"{r.get('target', '?')} {r['score']:.2f}"
+        if r.get("score") is not None
+        else f"{r.get('target', '?')} ?"
+        for r in d.get("reviews") or []
+    ]
+    return (", ".join(marks) or "nothing usable") + f" ({d.get('latency_ms', 0)} ms)"
 
 
 def _short(text: str, n: int = 60) -> str:

@@ -7,6 +7,8 @@ import argparse
 import json
 from typing import Any
 
+from rich.text import Text
+
 from fleet.cli._common import add_client_options, client, console
 
 
@@ -40,6 +42,6 @@ async def cmd_approve_plan(args: argparse.Namespace) -> None:
         print(json.dumps(out))
         return
     state = "approved" if resp.created else "already approved"
-    console.print(f"plan [bold]{resp.plan_id}[/] {state}; deliberations:")
+    console.print(Text.assemble("plan ", (resp.plan_id, "bold"), f" {state}; deliberations:"))
     for t in resp.task_ids:
-        console.print(f"  {t}")
+        console.print(Text(f"  {t}"))  # ids carry the client's plan id: text, not markup

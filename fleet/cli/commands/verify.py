@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from fleet.cli._common import CliError, add_client_options, client, console
 
@@ -54,7 +55,13 @@ async def cmd_verify(args: argparse.Namespace) -> None:
             for column in ("projection", "task", "deliberation", "detail"):
                 table.add_column(column)
             for d in differences:
-                table.add_row(d["projection"], d["task_id"], d["deliberation_id"], d["detail"])
+                # Details quote stored data (``[...]`` included): plain text, never markup.
+                table.add_row(
+                    *(
+                        Text(str(d[k]))
+                        for k in ("projection", "task_id", "deliberation_id", "detail")
+                    )
+                )
             console.print(table)
         else:
             console.print("[green]graph and cache agree with the replay[/]")
