@@ -65,7 +65,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.nats_pull import pull_batches
+from agent_runtime.nats_pull import close_connection, pull_batches
 
 __all__ = ["NatsAgentRuntime", "QueueNames", "ensure_streams"]
 
@@ -269,8 +269,7 @@ class NatsAgentRuntime:
             with contextlib.suppress(NatsError, NotFoundError, TimeoutError, OSError):
                 await self._js.delete_consumer(self.names.results_stream, self.durable)
             if self._owns:
-                with contextlib.suppress(NatsError, TimeoutError, OSError):
-                    await asyncio.wait_for(self._nc.drain(), 5.0)
+                await close_connection(self._nc)
 
     # -- one call
 

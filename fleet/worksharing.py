@@ -21,7 +21,6 @@ repeated call, never a repeated fact.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -33,7 +32,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
 from nats.js.errors import APIError, BadRequestError
 
-from agent_runtime.nats_pull import pull_batches
+from agent_runtime.nats_pull import close_connection, pull_batches
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +153,5 @@ class JetStreamWorkQueue:
                 yield JetStreamClaim(msg, d_id)
 
     async def close(self) -> None:
-        if self._owns and not self._nc.is_closed:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._nc.drain(), 5.0)
+        if self._owns:
+            await close_connection(self._nc)
