@@ -76,6 +76,13 @@ RATING_ROUND = -1
 class Deliberation(Aggregate):
     """A council of ``num_agents`` agents of one ``role`` deliberating on ``task``."""
 
+    class_version = 2
+    """Of the snapshot state: version 2 holds ``trace_context``; older snapshots upcast."""
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["trace_context"] = ""
+
     class Snapshot(BaseSnapshot):
         """The aggregate's state, encoded so the JSON transcoder can store it (see
         ``aggregates.snapshot_state``); a long deliberation then reloads from its latest
@@ -116,7 +123,14 @@ class Deliberation(Aggregate):
             return super().mutate(aggregate)
 
     class Requested(Aggregate.Created):
-        """A deliberation was asked for, with everything the dispatcher needs (the deadline too)."""
+        """A deliberation was asked for, with everything the dispatcher needs (the deadline too).
+
+        Version 2 added ``trace_context``: the W3C ``traceparent`` of the call that asked for it
+        (empty when tracing is off), so the dispatcher's work joins that trace from any process.
+        Version-1 events upcast with none.
+        """
+
+        class_version = 2
 
         task_id: str
         task: str
@@ -131,6 +145,11 @@ class Deliberation(Aggregate):
         plan_id: str
         story_id: str
         requested_by: str
+        trace_context: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.update(trace_context="")
 
     class Started(Event):
         """The dispatcher handed the work to these agents (the council for this deliberation)."""
@@ -251,6 +270,7 @@ class Deliberation(Aggregate):
         plan_id: str = "",
         story_id: str = "",
         requested_by: str = "",
+        trace_context: str = "",
     ) -> Deliberation:
         """Validate a request and create the aggregate (guards live here, not in ``__init__``)."""
         role_value = Role.parse(role).value
@@ -285,6 +305,7 @@ class Deliberation(Aggregate):
             plan_id=plan_id,
             story_id=story_id,
             requested_by=requested_by,
+            trace_context=trace_context,
         )
 
     @event(Requested)
@@ -304,6 +325,7 @@ class Deliberation(Aggregate):
         plan_id: str,
         story_id: str,
         requested_by: str,
+        trace_context: str,
     ) -> None:
         self.task_id = task_id
         self.task = task
@@ -318,6 +340,7 @@ class Deliberation(Aggregate):
         self.plan_id = plan_id
         self.story_id = story_id
         self.requested_by = requested_by
+        self.trace_context = trace_context
         self.status = DeliberationStatus.PENDING
         self.agents: list[AgentId] = []
         self.proposals: dict[tuple[AgentId, int], ProposalState] = {}

@@ -34,7 +34,7 @@ from fleet.queries import (
     StatusBoard,
     recorder_latest_version,
 )
-from fleet.telemetry import TracedAgentRuntime, configure_tracing
+from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from fleet.watch import WatchHub
 from projectors.control import Projections
 
@@ -91,6 +91,8 @@ class FleetNode:
         self.servers: dict[str, Any] = {}
         self.metrics: FleetMetrics | None = None
         self.hub: WatchHub | None = None
+        self.traces = TraceContexts()
+        """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
 
     async def _stage(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         t0 = time.perf_counter()
@@ -132,7 +134,7 @@ class FleetNode:
                     s,
                     store=self._observed_store(),
                     feed_factory=lambda: ApplicationEventFeed(app),
-                    runtime=TracedAgentRuntime(runtime),
+                    runtime=TracedAgentRuntime(runtime, self.traces),
                     nats_url=self.endpoints.nats_url,
                     model=self.endpoints.model,
                 )
@@ -270,7 +272,7 @@ class FleetNode:
 
     def _observed_store(self) -> Any:
         """The store as the API and dispatcher use it: each write timed, traced, logged by id."""
-        return ObservedStore(self.store, self.metrics)
+        return ObservedStore(self.store, self.metrics, self.traces)
 
     async def _start_observability(self, graph: Any) -> None:
         """The watch hub (one fan-out of the event feed) and the metrics it feeds."""

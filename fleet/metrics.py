@@ -34,7 +34,7 @@ from prometheus_client.registry import Collector
 
 from aggregates import Deliberation
 from fleet import logs
-from fleet.telemetry import span
+from fleet.telemetry import TraceContexts, span, tracing_on
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -155,11 +155,21 @@ class ObservedStore:
     """The deliberation store, with each write timed, traced and logged under its id.
 
     Delegates everything to the store it wraps; the dispatcher and the API use it unchanged.
+    Each deliberation it loads tells ``traces`` which trace it belongs to (the ``traceparent``
+    recorded in its ``Requested``), and its writes join that trace (see ``fleet.telemetry``).
     """
 
-    def __init__(self, inner: Any, metrics: FleetMetrics | None) -> None:
+    def __init__(
+        self, inner: Any, metrics: FleetMetrics | None, traces: TraceContexts | None = None
+    ) -> None:
         self._inner = inner
         self._metrics = metrics
+        self._traces = traces or TraceContexts()
+
+    async def get(self, deliberation_id: UUID, version: int | None = None) -> Deliberation:
+        d: Deliberation = await self._inner.get(deliberation_id, version)
+        self._traces.remember(str(deliberation_id), d.trace_context)
+        return d
 
     async def create(self, deliberation: Deliberation) -> tuple[Deliberation, bool]:
         d_id = str(deliberation.id)
@@ -167,6 +177,7 @@ class ObservedStore:
             t0 = time.perf_counter()
             try:
                 result: tuple[Deliberation, bool] = await self._inner.create(deliberation)
+                self._traces.remember(d_id, result[0].trace_context)
                 return result
             finally:
                 if self._metrics is not None:
@@ -174,7 +185,10 @@ class ObservedStore:
 
     async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
         d_id = str(deliberation_id)
-        with logs.bind(d_id), span("store update", **{"fleet.deliberation_id": d_id}):
+        if tracing_on() and not self._traces.knows(d_id):
+            await self.get(deliberation_id)  # learn its trace first: this write belongs in it
+        attrs = {"fleet.deliberation_id": d_id}
+        with logs.bind(d_id), span("store update", parent=self._traces.of(d_id), **attrs):
             t0 = time.perf_counter()
             try:
                 result: T = await self._inner.update(deliberation_id, change)

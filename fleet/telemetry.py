@@ -12,30 +12,88 @@ What is traced, each span carrying ``fleet.deliberation_id`` when it is about on
 * every agent call and assessment: ``agent run_turn`` (agent, round, model, tokens) and
   ``agent assess`` (``TracedAgentRuntime``, wrapped around the runtime the dispatcher is given).
 
-The API call and the dispatcher's work are separate traces joined by the deliberation id (the
-dispatcher reacts to events, not to the call), which is the honest shape of an event-sourced flow.
+One deliberation is one trace, across processes. The dispatcher reacts to events, not to the
+call, so the call's context travels the way its request does: the Deliberate call's W3C
+``traceparent`` is recorded in the ``Requested`` event (``trace_context``). Wherever the
+deliberation is driven, the store wrapper learns it when it loads the deliberation
+(``TraceContexts``), and the dispatcher's store writes and agent calls become children of the
+call's span: rpc Deliberate → store update / agent run_turn / agent review / agent assess.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 log = logging.getLogger(__name__)
 
 tracer = trace.get_tracer("fleet")
 
 
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
 @contextlib.contextmanager
-def span(name: str, **attributes: Any) -> Iterator[Any]:
-    """A span named ``name`` with the non-empty ``attributes`` (no-op without a provider)."""
+def span(name: str, *, parent: str = "", **attributes: Any) -> Iterator[Any]:
+    """A span named ``name`` with the non-empty ``attributes`` (no-op without a provider).
+
+    Args:
+        parent: a W3C ``traceparent`` to make the span a child of (e.g. the one recorded in a
+            deliberation's ``Requested``); empty: the current context's span, if any.
+    """
     attrs = {k: v for k, v in attributes.items() if v not in (None, "")}
-    with tracer.start_as_current_span(name, attributes=attrs) as s:
+    context = _PROPAGATOR.extract({"traceparent": parent}) if parent else None
+    with tracer.start_as_current_span(name, context=context, attributes=attrs) as s:
         yield s
+
+
+def current_traceparent() -> str:
+    """The current span's W3C ``traceparent``, or "" when there is none (tracing off)."""
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+class TraceContexts:
+    """The trace each open deliberation belongs to, by deliberation id: an LRU of ``size``.
+
+    Filled by the store wrapper whenever it sees a deliberation (``remember``), read by whoever
+    works for that deliberation next (``of``). Thread-safe: cheap enough to share.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._by_id: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, deliberation_id: str, traceparent: str) -> None:
+        """Record the deliberation's trace ("" too: known to have none)."""
+        with self._lock:
+            self._by_id[deliberation_id] = traceparent
+            self._by_id.move_to_end(deliberation_id)
+            while len(self._by_id) > self._size:
+                self._by_id.popitem(last=False)
+
+    def of(self, deliberation_id: str) -> str:
+        with self._lock:
+            return self._by_id.get(deliberation_id, "")
+
+    def knows(self, deliberation_id: str) -> bool:
+        with self._lock:
+            return deliberation_id in self._by_id
+
+
+def tracing_on() -> bool:
+    """Whether spans are recorded (a provider is installed) rather than no-ops."""
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
 def configure_tracing(endpoint: str | None, service_name: str) -> Callable[[], None] | None:
@@ -72,14 +130,17 @@ def configure_tracing(endpoint: str | None, service_name: str) -> Callable[[], N
 
 
 class TracedAgentRuntime:
-    """An ``AgentRuntime`` that traces each call of the one it wraps (and changes nothing else)."""
+    """An ``AgentRuntime`` that traces each call of the one it wraps (and changes nothing else),
+    in the trace of the deliberation the call is for (``traces``)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, traces: TraceContexts | None = None) -> None:
         self._inner = inner
+        self._traces = traces or TraceContexts()
 
     async def run_turn(self, turn: Any) -> Any:
         with span(
             "agent run_turn",
+            parent=self._traces.of(turn.deliberation_id),
             **{
                 "fleet.deliberation_id": turn.deliberation_id,
                 "fleet.agent_id": turn.agent_id,
@@ -91,8 +152,24 @@ class TracedAgentRuntime:
             s.set_attribute("fleet.tokens", int(getattr(result, "completion_tokens", 0) or 0))
             return result
 
+    async def review(self, request: Any) -> Any:
+        with span(
+            "agent review",
+            parent=self._traces.of(request.deliberation_id),
+            **{
+                "fleet.deliberation_id": request.deliberation_id,
+                "fleet.agent_id": request.agent_id,
+                "fleet.purpose": request.purpose,
+            },
+        ):
+            return await self._inner.review(request)
+
     async def assess(self, request: Any) -> Any:
-        with span("agent assess", **{"fleet.deliberation_id": request.deliberation_id}):
+        with span(
+            "agent assess",
+            parent=self._traces.of(request.deliberation_id),
+            **{"fleet.deliberation_id": request.deliberation_id},
+        ):
             return await self._inner.assess(request)
 
     async def close(self) -> None:

@@ -151,7 +151,12 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
 
 
 def new_deliberation(
-    request: pb.DeliberateRequest, *, now: Any, default_timeout_s: int, new_task_id: str
+    request: pb.DeliberateRequest,
+    *,
+    now: Any,
+    default_timeout_s: int,
+    new_task_id: str,
+    trace_context: str = "",
 ) -> Any:
     """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself)."""
     from aggregates import Deliberation
@@ -180,6 +185,7 @@ def new_deliberation(
         plan_id=c.metadata.get("plan_id", ""),
         story_id=c.metadata.get("story_id", ""),
         requested_by=c.metadata.get("requested_by", "grpc"),
+        trace_context=trace_context,
     )
 
 

@@ -22,6 +22,7 @@ from fleet.ledger import DeliberationNotFoundError
 from fleet.listing import DeliberationListing
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import ServiceUnavailableError
+from fleet.telemetry import current_traceparent
 from fleet.watch import ProgressTracker, WatchHub
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class DeliberationRpcs:
             now=s.clock(),
             default_timeout_s=s.default_timeout_s,
             new_task_id=uuid.uuid4().hex,
+            trace_context=current_traceparent(),  # the dispatcher's work joins this call's trace
         )
         stored, created = await s.store.create(d)
         log.info(

@@ -251,18 +251,31 @@ async def test_an_api_only_replica_serves_while_another_process_dispatches(
         assert (await c.wait("replica-1", timeout=10)).status == pb.DELIBERATION_STATUS_COMPLETED
 
 
-async def test_store_writes_and_agent_calls_are_traced_with_the_deliberation_id(
+async def test_a_deliberation_is_one_trace_from_the_rpc_to_every_agent_call(
     api: Api, spans: Any
 ) -> None:
+    """The dispatcher reacts to the Requested event, not to the call (in production often in
+    another process): the call's traceparent travels in the event, and the dispatcher's store
+    writes and agent calls are children of the Deliberate span, in its trace."""
     from aggregates import deliberation_id
 
     await api.client.deliberate("write fib", task_id="traced-1")
     await api.client.wait("traced-1", timeout=30)
     d_id = str(deliberation_id("traced-1"))
     mine = [
-        s.name
+        s
         for s in spans.get_finished_spans()
         if (s.attributes or {}).get("fleet.deliberation_id") == d_id
     ]
-    assert {"rpc Deliberate", "store create", "store update", "agent run_turn"} <= set(mine)
-    assert "agent assess" in mine
+    names = {s.name for s in mine}
+    assert {"rpc Deliberate", "store create", "store update", "agent run_turn"} <= names
+    assert {"agent review", "agent assess"} <= names
+    (rpc,) = [s for s in mine if s.name == "rpc Deliberate"]
+    story = [(s.name, f"{s.context.trace_id:x}"[:8]) for s in mine]
+    assert {s.context.trace_id for s in mine if s.name != "rpc GetDeliberationResult"} == {
+        rpc.context.trace_id
+    }, story
+    by_id = {s.context.span_id: s for s in mine}
+    for s in mine:
+        if s.name.startswith(("agent ", "store update")):
+            assert s.parent is not None and by_id[s.parent.span_id] is rpc, s.name
