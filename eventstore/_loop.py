@@ -18,6 +18,7 @@ Nothing else in Fleet bridges sync and async; keep it that way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
@@ -31,22 +32,27 @@ __all__ = ["LoopThread"]
 _PENDING: Any = object()
 
 
-class _Call(Generic[T]):
-    """One crossing: the caller blocks on ``done`` until the task's outcome is in."""
+class _Crossing(Generic[T]):
+    """One coroutine handed to the loop thread; subclasses say how its outcome gets back."""
 
-    __slots__ = ("coro", "done", "error", "given_up", "result", "task")
+    __slots__ = ("coro", "task")
 
     def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
         self.coro = coro
-        self.done = threading.Lock()
-        self.done.acquire()
         self.task: asyncio.Task[T] | None = None
-        self.result: T = _PENDING
-        self.error: BaseException | None = None
-        self.given_up = False
+
+    def abandoned(self) -> bool:
+        """The caller gave up before the coroutine started."""
+        raise NotImplementedError
+
+    def succeed(self, result: T) -> None:
+        raise NotImplementedError
+
+    def fail(self, error: BaseException) -> None:
+        raise NotImplementedError
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:  # on the loop thread
-        if self.given_up:  # the caller timed out before it started
+        if self.abandoned():
             self.coro.close()
             return
         self.task = loop.create_task(self.coro)
@@ -58,9 +64,33 @@ class _Call(Generic[T]):
             return
         error = task.exception()
         if error is None:
-            self.result = task.result()
+            self.succeed(task.result())
         else:
-            self.error = error
+            self.fail(error)
+
+    def cancel(self) -> None:  # on the loop thread
+        if self.task is not None:
+            self.task.cancel()
+
+
+class _Call(_Crossing[T]):
+    """A crossing from a thread: the caller blocks on ``done`` until the outcome is in."""
+
+    __slots__ = ("done", "error", "given_up", "result")
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        super().__init__(coro)
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.result: T = _PENDING
+        self.error: BaseException | None = None
+        self.given_up = False
+
+    def abandoned(self) -> bool:
+        return self.given_up  # the caller timed out before it started
+
+    def succeed(self, result: T) -> None:  # on the loop thread
+        self.result = result
         self.done.release()
 
     def fail(self, error: BaseException) -> None:  # on the loop thread
@@ -69,9 +99,37 @@ class _Call(Generic[T]):
             self.error = error
             self.done.release()
 
-    def cancel(self) -> None:  # on the loop thread
-        if self.task is not None:
-            self.task.cancel()
+
+class _AsyncCall(_Crossing[T]):
+    """A crossing from another event loop: the caller awaits ``future`` on its own loop."""
+
+    __slots__ = ("caller", "future")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], caller: asyncio.AbstractEventLoop) -> None:
+        super().__init__(coro)
+        self.caller = caller
+        self.future: asyncio.Future[T] = caller.create_future()
+
+    def abandoned(self) -> bool:
+        return self.future.done()  # the caller was cancelled (or timed out) before it started
+
+    def succeed(self, result: T) -> None:
+        self._settle(result, None)
+
+    def fail(self, error: BaseException) -> None:  # any thread
+        self._settle(None, error)
+
+    def _settle(self, result: Any, error: BaseException | None) -> None:
+        def settle() -> None:  # on the caller's loop
+            if self.future.done():
+                return
+            if error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(result)
+
+        with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+            self.caller.call_soon_threadsafe(settle)
 
 
 class LoopThread:
@@ -86,7 +144,7 @@ class LoopThread:
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._closed = False
-        self._calls: set[_Call[Any]] = set()
+        self._calls: set[_Crossing[Any]] = set()
         self._thread.start()
         self._started.wait()
 
@@ -116,23 +174,9 @@ class LoopThread:
                 close().
             TimeoutError: ``coro`` did not finish within ``timeout`` seconds; it is cancelled.
         """
-        if self.in_loop_thread():
-            coro.close()
-            msg = "LoopThread.run() called from its own event loop thread (would deadlock)"
-            raise ProgrammingError(msg)
-        if self._closed:
-            coro.close()
-            msg = "LoopThread is closed"
-            raise ProgrammingError(msg)
         call = _Call(coro)
-        self._calls.add(call)
+        self._hand_over(call, "run")
         try:
-            try:
-                self._loop.call_soon_threadsafe(call.start, self._loop)
-            except RuntimeError:  # the loop closed under us
-                coro.close()
-                msg = "LoopThread is closed"
-                raise ProgrammingError(msg) from None
             if not call.done.acquire(timeout=-1 if timeout is None else timeout):
                 # As run_coroutine_threadsafe's future.cancel() did: a result that lands now is
                 # dropped; a write's outcome is settled by its own read-back, never by this.
@@ -146,7 +190,50 @@ class LoopThread:
         finally:
             self._calls.discard(call)
 
-    def _cancel_later(self, call: _Call[Any]) -> None:
+    async def run_async(self, coro: Coroutine[Any, Any, T], *, timeout: float | None) -> T:
+        """Run ``coro`` on this loop and await it from the caller's (another) running loop.
+
+        Raises:
+            ProgrammingError: called from this loop's own thread, or after close().
+            TimeoutError: ``coro`` did not finish within ``timeout`` seconds; it is cancelled.
+        """
+        call = _AsyncCall(coro, asyncio.get_running_loop())
+        self._hand_over(call, "run_async")
+        try:
+            async with asyncio.timeout(timeout):
+                # Shielded: the future is settled from the loop thread, never cancelled under it
+                # by the caller; the operation itself is cancelled below, on its own loop.
+                return await asyncio.shield(call.future)
+        except (TimeoutError, asyncio.CancelledError):
+            # As run() does on a timeout: a write's outcome is settled by its own read-back.
+            call.future.cancel()
+            self._cancel_later(call)
+            raise
+        finally:
+            self._calls.discard(call)
+
+    def _hand_over(self, call: _Crossing[Any], what: str) -> None:
+        """Start ``call`` on the loop and track it, so that close() wakes its caller.
+
+        Raises:
+            ProgrammingError: from the loop's own thread (it would deadlock), or after close().
+        """
+        if self.in_loop_thread():
+            call.coro.close()
+            msg = f"LoopThread.{what}() called from its own event loop thread (would deadlock)"
+            raise ProgrammingError(msg)
+        if self._closed:
+            call.coro.close()
+            raise ProgrammingError("LoopThread is closed")
+        self._calls.add(call)
+        try:
+            self._loop.call_soon_threadsafe(call.start, self._loop)
+        except RuntimeError:  # the loop closed under us
+            self._calls.discard(call)
+            call.coro.close()
+            raise ProgrammingError("LoopThread is closed") from None
+
+    def _cancel_later(self, call: _Crossing[Any]) -> None:
         try:
             self._loop.call_soon_threadsafe(call.cancel)
         except RuntimeError:

@@ -299,6 +299,46 @@ class JetStreamLog:
         msg = f"gave up after {_ATTEMPTS} concurrent-write conflicts on {sorted(first)}"
         raise IntegrityError(msg)
 
+    async def append_each(
+        self, units: Sequence[Sequence[Write]], *, optimistic: Callable[[Write], bool]
+    ) -> list[int | BaseException]:
+        """Append independent units, each atomic on its own, with as many in flight as possible.
+
+        For each unit, in order: the stream sequence of its last record, or the exception that
+        ``append`` raised for it. A one-record unit is a plain conditional publish (no atomic
+        batch: ~0.2 ms instead of ~2.3 ms, and not serialised behind other batches); units on
+        different subjects are in flight together. Units sharing a subject go in order, each
+        only once the one before it is stored: if that one failed, the later one is not sent
+        (its positions were decided on a state that is not stored) and reports IntegrityError
+        when the earlier one conflicted, OperationalError ("not written") otherwise.
+        """
+        last_on: dict[str, asyncio.Future[int]] = {}
+        tasks: list[asyncio.Future[int]] = []
+        for unit in units:
+            before = {last_on[w.subject] for w in unit if w.subject in last_on}
+            task = asyncio.ensure_future(self._append_after(before, unit, optimistic))
+            for w in unit:
+                last_on[w.subject] = task
+            tasks.append(task)
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _append_after(
+        self,
+        before: set[asyncio.Future[int]],
+        writes: Sequence[Write],
+        optimistic: Callable[[Write], bool],
+    ) -> int:
+        for earlier in before:
+            try:
+                await earlier
+            except IntegrityError as e:
+                msg = f"not written: an earlier record on {writes[0].subject} conflicted ({e})"
+                raise IntegrityError(msg) from None
+            except BaseException as e:
+                msg = f"not written: an earlier record on {writes[0].subject} failed ({e!r})"
+                raise OperationalError(msg) from None
+        return await self.append(writes, optimistic=optimistic)
+
     async def _publish(self, writes: Sequence[Write], expected: dict[str, int]) -> int:
         timeout = self.settings.timeout
         hdr_expected = api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value

@@ -19,8 +19,16 @@ each aggregate is read from its own subject. Reads are retried while the server 
 back (see ``_stream.py``): the caller gets success, IntegrityError, or an OperationalError that
 says plainly whether the write may have landed (``OutcomeUnknownError``).
 
+Beyond the library's API, the application recorder offers ``insert_events_each(_async)``:
+several independent batches in one crossing, each atomic on its own (the ledger's group commit:
+a one-event batch is a plain conditional publish rather than an atomic batch).
+
 Settings (read the eventsourcing way: ``<APPNAME>_<KEY>`` first, then ``<KEY>``):
 ``NATS_URL``, ``NATS_STREAM``, ``NATS_SUBJECT_PREFIX``, ``NATS_STREAM_REPLICAS``, ``NATS_TIMEOUT``.
+
+(Over 400 lines on purpose: this is the persistence module ``PERSISTENCE_MODULE`` names, and the
+recorders, the subscription and the factory share one connection and one set of row decoders;
+the wire protocol itself lives in ``_stream.py``.)
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from eventsourcing.persistence import (
     InfrastructureFactory,
     Notification,
     OperationalError,
+    PersistenceError,
     ProcessRecorder,
     ProgrammingError,
     StoredEvent,
@@ -93,6 +102,15 @@ class JetStreamConnection:
         # that retries or reads many batches.
         try:
             return self.loop.run(coro, timeout=self.settings.timeout * 10)
+        except ProgrammingError:
+            raise
+        except Exception as e:
+            raise translate(e, url=self.settings.url, where=where) from e
+
+    async def acall(self, coro: Coroutine[Any, Any, T], where: str) -> T:
+        """``call`` for a coroutine on another event loop: awaits instead of blocking a thread."""
+        try:
+            return await self.loop.run_async(coro, timeout=self.settings.timeout * 10)
         except ProgrammingError:
             raise
         except Exception as e:
@@ -163,6 +181,19 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         return None
 
     def _insert(self, stored_events: Sequence[StoredEvent], tracking: Tracking | None) -> list[int]:
+        writes = self._writes(stored_events, tracking)
+        if not writes:
+            return []
+        c = self.connection
+        last = c.call(
+            c.log.append(writes, optimistic=self._optimistic), f"insert into {writes[0].subject}"
+        )
+        first = last - len(writes) + 1
+        return list(range(first, first + len(stored_events)))
+
+    def _writes(
+        self, stored_events: Sequence[StoredEvent], tracking: Tracking | None
+    ) -> list[Write]:
         c = self.connection
         writes = [
             Write(c.subject(self.kind, e.originator_id), e.originator_version, encode(e))
@@ -170,26 +201,78 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         ]
         if tracking is not None:
             writes.append(_tracking_write(c, tracking))
-        if not writes:
-            return []
         if len(writes) > MAX_BATCH:
             msg = (
                 f"{len(writes)} records in one insert_events(); JetStream's atomic batch holds "
                 f"at most {MAX_BATCH}: nothing was written"
             )
             raise ProgrammingError(msg)
-        tracking_prefix = f"{c.settings.prefix}.{_TRACKING}."
+        return writes
 
-        def optimistic(w: Write) -> bool:
-            # A first event (version 0 or 1) of an aggregate we have not seen is most likely a
-            # new aggregate: publish expecting an empty subject instead of looking first.
-            return w.position <= 1 and not w.subject.startswith(tracking_prefix)
+    def _optimistic(self, w: Write) -> bool:
+        # A first event (version 0 or 1) of an aggregate we have not seen is most likely a new
+        # aggregate: publish expecting an empty subject instead of looking first.
+        return w.position <= 1 and not w.subject.startswith(self._tracking_prefix)
 
-        last = c.call(
-            c.log.append(writes, optimistic=optimistic), f"insert into {writes[0].subject}"
-        )
-        first = last - len(writes) + 1
-        return list(range(first, first + len(stored_events)))
+    @property
+    def _tracking_prefix(self) -> str:
+        return f"{self.connection.settings.prefix}.{_TRACKING}."
+
+    # -- independent saves (an extension of the library's API, used by fleet.ledger)
+
+    def insert_events_each(
+        self, batches: Sequence[Sequence[StoredEvent]]
+    ) -> list[Sequence[int] | PersistenceError]:
+        """Insert several independent batches in one crossing; see ``insert_events_each_async``."""
+        c = self.connection
+        return c.call(self._insert_each(batches), "independent inserts")
+
+    async def insert_events_each_async(
+        self, batches: Sequence[Sequence[StoredEvent]]
+    ) -> list[Sequence[int] | PersistenceError]:
+        """Insert several independent batches, each atomic on its own, from a coroutine.
+
+        What ``insert_events`` does for each batch, but the batches succeed or fail separately
+        and travel together: a one-event batch is a plain conditional publish (no atomic batch,
+        not serialised behind other batches), batches of different aggregates are in flight at
+        once, and batches of the same aggregate land in order (a later one is not sent when an
+        earlier one failed). For each batch: its notification ids, or the error ``insert_events``
+        would have raised (IntegrityError on a conflict). Lost acknowledgements are resolved as
+        in ``insert_events``: never a duplicate. Awaited on the caller's loop: no thread blocks.
+        """
+        c = self.connection
+        return await c.acall(self._insert_each(batches), "independent inserts")
+
+    async def _insert_each(
+        self, batches: Sequence[Sequence[StoredEvent]]
+    ) -> list[Sequence[int] | PersistenceError]:
+        c = self.connection
+        out: list[Sequence[int] | PersistenceError | None] = []
+        units: list[list[Write]] = []
+        for batch in batches:
+            try:
+                writes = self._writes(batch, None)
+            except ProgrammingError as e:
+                out.append(e)
+                continue
+            if writes:
+                units.append(writes)
+                out.append(None)
+            else:
+                out.append([])
+        results = iter(await c.log.append_each(units, optimistic=self._optimistic))
+        unit_iter = iter(units)
+        for i, slot in enumerate(out):
+            if slot is not None:
+                continue
+            writes, result = next(unit_iter), next(results)
+            if isinstance(result, BaseException):
+                where = f"insert into {writes[0].subject}"
+                out[i] = translate(result, url=c.settings.url, where=where)
+            else:
+                first = result - len(writes) + 1
+                out[i] = list(range(first, first + len(writes)))
+        return [x for x in out if x is not None]
 
     def select_events(
         self,

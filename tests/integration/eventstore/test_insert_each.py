@@ -1,0 +1,251 @@
+"""Independent inserts (``insert_events_each`` / ``_async``): what the ledger's group commit uses.
+
+Each batch is atomic on its own and succeeds or fails on its own; one-event batches are plain
+conditional publishes (no atomic batch); batches of one aggregate land in order, and a later one
+is not sent once an earlier one failed. Conflicts are IntegrityErrors and a lost acknowledgement
+is resolved by reading back, never by writing twice. Real JetStream, no mocks of our code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
+
+from eventstore._codec import decode
+from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
+from tests.integration.eventstore.test_readback import _lose_next_ack
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
+    f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"})
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def recorder(factory: JetStreamFactory) -> JetStreamApplicationRecorder:
+    r = factory.application_recorder()
+    assert isinstance(r, JetStreamApplicationRecorder)
+    return r
+
+
+def _event(oid: uuid.UUID, version: int) -> StoredEvent:
+    return StoredEvent(
+        originator_id=oid, originator_version=version, topic="t", state=uuid.uuid4().bytes
+    )
+
+
+def _versions(factory: JetStreamFactory, oid: uuid.UUID) -> list[int]:
+    c = factory.connection
+    rows = c.call(c.log.read(c.subject("e", oid)), "raw read")
+    return [decode(r.payload)[1] for r in rows]
+
+
+def _count_batches(factory: JetStreamFactory) -> dict[str, int]:
+    """Count what goes out: plain requests vs atomic-batch commits (by their headers)."""
+    nc = factory.connection.log.nc
+    real = nc.request
+    seen = {"plain": 0, "batch": 0}
+
+    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+        headers = kw.get("headers") or {}
+        if "Nats-Batch-Commit" in headers:
+            seen["batch"] += 1
+        elif subject.startswith(factory.connection.settings.prefix + "."):
+            seen["plain"] += 1
+        return await real(subject, payload, timeout, **kw)
+
+    nc.request = request  # type: ignore[method-assign]
+    return seen
+
+
+def test_batches_land_independently(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    recorder.insert_events([_event(b, 1)])
+    seen = _count_batches(factory)
+    results = recorder.insert_events_each(
+        [
+            [_event(a, 1)],
+            [_event(b, 1)],  # b's version 1 exists: this one conflicts, alone
+            [_event(c, 1), _event(c, 2)],  # two events: one atomic batch
+        ]
+    )
+    assert isinstance(results[1], IntegrityError)
+    ids_a, ids_c = results[0], results[2]
+    assert isinstance(ids_a, list) and isinstance(ids_c, list)
+    assert len(ids_a) == 1 and len(ids_c) == 2 and ids_c[1] == ids_c[0] + 1  # contiguous
+    assert (_versions(factory, a), _versions(factory, b), _versions(factory, c)) == (
+        [1],
+        [1],
+        [1, 2],
+    )
+    # a's one event went as a plain conditional publish, c's two as one atomic batch; b's was
+    # refused before sending (this writer knows version 1 is taken).
+    assert seen == {"plain": 1, "batch": 1}
+
+
+def test_batches_of_one_aggregate_land_in_order_and_stop_at_a_failure(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder, nats_url: str
+) -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    recorder.insert_events([_event(b, 1)])
+    # Another process writes b's version 2: this recorder still believes b is at version 1, so
+    # the server is what refuses the write below (expected last subject sequence).
+    other = JetStreamFactory(
+        {"NATS_URL": nats_url, "NATS_STREAM": factory.connection.settings.stream}
+    )
+    try:
+        other.application_recorder().insert_events([_event(b, 2)])
+    finally:
+        other.close()
+    results = recorder.insert_events_each(
+        [
+            [_event(a, 1)],
+            [_event(b, 2)],  # conflicts ...
+            [_event(a, 2)],
+            [_event(b, 3)],  # ... so this one, decided on b's unstored state, is not sent
+            [_event(a, 3)],
+        ]
+    )
+    assert [isinstance(r, list) for r in results] == [True, False, True, False, True]
+    assert isinstance(results[1], IntegrityError)
+    assert isinstance(results[3], IntegrityError) and "not written" in str(results[3])
+    assert _versions(factory, a) == [1, 2, 3]
+    assert _versions(factory, b) == [1, 2]
+    ids = [r[0] for r in results if isinstance(r, list)]
+    assert ids == sorted(ids)  # a's three landed in their order
+
+
+@pytest.mark.parametrize("land", [True, False], ids=["landed", "never-sent"])
+def test_a_lost_ack_in_one_batch_is_resolved_without_a_duplicate(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder, land: bool
+) -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    recorder.insert_events([_event(a, 1)])
+    seen = _lose_next_ack(factory, land=land)
+    results = recorder.insert_events_each([[_event(a, 2)], [_event(b, 1)]])
+    assert seen["lost"] == 1
+    assert all(isinstance(r, list) for r in results)
+    assert _versions(factory, a) == [1, 2]  # exactly once
+    assert _versions(factory, b) == [1]
+
+
+def test_a_failed_write_fails_its_batch_and_the_later_ones_of_its_aggregate_only(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    nc = factory.connection.log.nc
+    real = nc.request
+    target = factory.connection.subject("e", a)
+
+    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+        if subject == target:
+            raise OperationalError("refused for the test")  # as if nothing could be sent
+        return await real(subject, payload, timeout, **kw)
+
+    nc.request = request  # type: ignore[method-assign]
+    results = recorder.insert_events_each([[_event(a, 1)], [_event(b, 1)], [_event(a, 2)]])
+    nc.request = real  # type: ignore[method-assign]
+    assert isinstance(results[0], OperationalError)
+    assert isinstance(results[1], list)
+    assert isinstance(results[2], OperationalError) and "not written" in str(results[2])
+    assert _versions(factory, a) == [] and _versions(factory, b) == [1]
+
+
+def test_the_async_form_awaits_on_the_callers_loop(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    a = uuid.uuid4()
+
+    async def main() -> list[Any]:
+        ticks = 0
+
+        async def ticker() -> None:  # the caller's loop keeps running while the write is out
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        t = asyncio.create_task(ticker())
+        try:
+            first = await recorder.insert_events_each_async([[_event(a, 1)], [_event(a, 2)]])
+            again = await recorder.insert_events_each_async([[_event(a, 2)]])
+        finally:
+            t.cancel()
+        assert ticks > 0
+        return [*first, *again]
+
+    r1, r2, conflict = asyncio.run(main())
+    assert isinstance(r1, list) and isinstance(r2, list)
+    assert isinstance(conflict, IntegrityError)
+    assert _versions(factory, a) == [1, 2]
+
+
+# ---------------------------------------------------------------- the async crossing itself
+
+
+def test_run_async_returns_raises_and_times_out() -> None:
+    from eventstore._loop import LoopThread
+
+    lt = LoopThread(name="test-run-async")
+    try:
+
+        async def on_store_loop(x: int) -> tuple[int, bool]:
+            return x * 2, lt.in_loop_thread()
+
+        async def boom() -> None:
+            raise IntegrityError("conflict")
+
+        cancelled: list[bool] = []
+
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+
+        async def main() -> None:
+            assert await lt.run_async(on_store_loop(21), timeout=5) == (42, True)
+            with pytest.raises(IntegrityError):
+                await lt.run_async(boom(), timeout=5)
+            with pytest.raises(TimeoutError):
+                await lt.run_async(forever(), timeout=0.1)
+            for _ in range(100):  # the operation is cancelled on its own loop
+                if cancelled:
+                    break
+                await asyncio.sleep(0.01)
+            assert cancelled == [True]
+
+        asyncio.run(main())
+    finally:
+        lt.close()
+
+
+def test_run_async_wakes_its_caller_when_the_loop_closes() -> None:
+    from eventsourcing.persistence import ProgrammingError
+
+    from eventstore._loop import LoopThread
+
+    lt = LoopThread(name="test-run-async-close")
+
+    async def main() -> None:
+        pending = asyncio.ensure_future(lt.run_async(asyncio.sleep(3600), timeout=30))
+        await asyncio.sleep(0.05)
+        await asyncio.to_thread(lt.close)
+        with pytest.raises(ProgrammingError):
+            await asyncio.wait_for(pending, 5)
+        with pytest.raises(ProgrammingError):
+            await lt.run_async(asyncio.sleep(0), timeout=1)
+
+    asyncio.run(main())
