@@ -1,13 +1,14 @@
 """What a dispatcher needs from the rest of Fleet, as Protocols the composition root provides.
 
 A dispatcher decides; it does not know how events are stored or where agents run. It changes an
-aggregate only through ``DeliberationStore.update`` (load, apply a command, save; retried on a
-concurrent write) and learns about new work only from the event stream (``EventFeed``).
+aggregate only through ``DeliberationStore.update`` / ``update_in_order`` (load, apply a command,
+save; retried on a concurrent write) and learns about new work only from the event stream
+(``EventFeed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -41,13 +42,26 @@ class DeliberationStore(Protocol):
         """
         ...
 
+    async def update_in_order(
+        self, deliberation_id: UUID, changes: Sequence[Callable[[Deliberation], T]]
+    ) -> list[T]:
+        """``update`` for each change in turn: each its own atomic write, applied after the ones
+        before it and stored only once they are (one that raises records nothing and does not
+        stop the later ones); then raises the first error, if any. Facts that must land in
+        order but need not land together (scores, then the decision) cost one plain write each
+        this way instead of one atomic batch (serialised per stream on JetStream)."""
+        ...
+
 
 class EventFeed(Protocol):
-    def history(self, after: int) -> AsyncIterator[FeedItem]:
+    """The stream as events. ``types`` (event classes) narrows it: a follower that needs two
+    kinds of event should not pay for decoding all the others."""
+
+    def history(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
         """Every event after ``after`` up to the stream's head when called; then it ends."""
         ...
 
-    def follow(self, after: int) -> AsyncIterator[FeedItem]:
+    def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
         """Every event after ``after``, in commit order, then new ones as they land; forever."""
         ...
 

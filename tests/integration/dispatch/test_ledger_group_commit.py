@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from eventsourcing.persistence import OperationalError
 
 from fleet.application import FleetApplication
+from fleet.ledger import ApplicationDeliberationStore
 from tests.unit.fleet.test_ledger_group_commit import (
-    check_batches_split_at_the_event_limit,
+    check_a_created_aggregate_is_updated_without_a_replay,
+    check_changes_in_order_each_land_after_the_ones_before,
     check_concurrent_updates_land_exactly_once,
     check_conflict_with_another_writer_is_retried,
+    check_each_change_is_its_own_unit,
     check_failing_change_affects_only_its_caller,
     check_result_is_the_state_after_its_own_change,
+    proposals_in_history,
+    propose,
+    started,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -53,5 +61,49 @@ async def test_conflict_with_another_application_is_retried(
     await check_conflict_with_another_writer_is_retried(app, other)
 
 
-async def test_batches_split_at_the_event_limit(app: FleetApplication) -> None:
-    await check_batches_split_at_the_event_limit(app)
+async def test_each_change_is_its_own_unit(app: FleetApplication) -> None:
+    await check_each_change_is_its_own_unit(app)
+
+
+async def test_changes_in_order_each_land_after_the_ones_before(app: FleetApplication) -> None:
+    await check_changes_in_order_each_land_after_the_ones_before(app)
+
+
+async def test_a_created_aggregate_is_updated_without_a_replay(app: FleetApplication) -> None:
+    await check_a_created_aggregate_is_updated_without_a_replay(app)
+
+
+async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplication) -> None:
+    """NATS refuses the writes to one aggregate: its callers hear why (nothing of theirs is
+    stored), the group's other callers succeed, and the next update starts from the store."""
+    store = ApplicationDeliberationStore(app)
+    d1 = await started(store)
+    d2 = await started(store)
+    c = app.factory.connection  # type: ignore[attr-defined]
+    nc = c.log.nc
+    real = nc.request
+    blocked = c.subject("e", d1.id)
+
+    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+        if subject == blocked:
+            raise OperationalError("refused for the test")
+        return await real(subject, payload, timeout, **kw)
+
+    nc.request = request
+    try:
+        a1, b1, _ = d1.agents
+        results = await asyncio.gather(
+            store.update(d1.id, propose(a1)),
+            store.update(d2.id, propose(d2.agents[0])),
+            store.update(d1.id, propose(b1)),
+            return_exceptions=True,
+        )
+    finally:
+        nc.request = real
+    assert isinstance(results[0], OperationalError)
+    assert results[1] is True
+    assert isinstance(results[2], OperationalError)
+    assert proposals_in_history(await store.history(d1.id)) == []
+    assert proposals_in_history(await store.history(d2.id)) == [d2.agents[0]]
+    assert await store.update(d1.id, propose(b1)) is True  # from the stored state
+    assert proposals_in_history(await store.history(d1.id)) == [b1]

@@ -145,14 +145,15 @@ async def check_conflict_with_another_writer_is_retried(
         other.save(x)
 
     await asyncio.to_thread(write_elsewhere)  # store's cached copy is now stale
-    before = store.groups_committed
+    before, retried = store.groups_committed, store.conflicts_retried
     results = await asyncio.gather(
         *(store.update(x.id, propose(x.agents[0])) for x in bystanders[:3]),
         store.update(d.id, propose(b)),
         *(store.update(x.id, propose(x.agents[0])) for x in bystanders[3:]),
     )
     assert all(r is True for r in results)
-    assert store.groups_committed - before > 1  # the group conflicted and was split
+    assert store.groups_committed - before == 1  # one group ...
+    assert store.conflicts_retried - retried == 1  # ... in which only d was reloaded
     fresh = ApplicationDeliberationStore(app)
     assert proposals_in_history(await fresh.history(d.id)) == [a, b]
     for x in bystanders:
@@ -162,15 +163,76 @@ async def check_conflict_with_another_writer_is_retried(
         await store.update(d.id, propose(a))
 
 
-async def check_batches_split_at_the_event_limit(app: FleetApplication) -> None:
-    store = ApplicationDeliberationStore(app, max_batch_events=2)
-    ds = await asyncio.gather(*(started(store) for _ in range(7)))
+async def check_each_change_is_its_own_unit(app: FleetApplication) -> None:
+    """Three changes to one aggregate in one group: each saved apart, in order; a change that
+    records several events keeps them together; a conflict on one aggregate fails no other."""
+    store = ApplicationDeliberationStore(app)
+    d = await started(store)
+    a, b, c = d.agents
+
+    def two_events(x: Deliberation) -> None:  # one command, two events: one atomic unit
+        propose(b)(x)
+        propose(c)(x)
+
     before = store.groups_committed
-    await asyncio.gather(*(store.update(d.id, propose(d.agents[0])) for d in ds))
-    assert store.groups_committed - before >= 4  # 7 one-event saves, at most 2 per batch
+    await asyncio.gather(store.update(d.id, propose(a)), store.update(d.id, two_events))
+    assert store.groups_committed - before == 1
     fresh = ApplicationDeliberationStore(app)
-    for d in ds:
-        assert proposals_in_history(await fresh.history(d.id)) == [d.agents[0]]
+    assert proposals_in_history(await fresh.history(d.id)) == [a, b, c]
+    got = await fresh.get(d.id)
+    assert got.version == d.version + 3
+
+
+async def check_changes_in_order_each_land_after_the_ones_before(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app)
+    d = await started(store)
+    a, b, c = d.agents
+
+    def fails(x: Deliberation) -> None:
+        raise ValueError("not this one")
+
+    with pytest.raises(ValueError, match="not this one"):
+        await store.update_in_order(d.id, [propose(b), fails, propose(a), propose(c)])
+    fresh = ApplicationDeliberationStore(app)
+    # The failing change recorded nothing and stopped nothing; the others landed in order.
+    assert proposals_in_history(await fresh.history(d.id)) == [b, a, c]
+    assert await store.update_in_order(d.id, []) == []
+
+
+async def check_a_created_aggregate_is_updated_without_a_replay(app: FleetApplication) -> None:
+    store = ApplicationDeliberationStore(app)
+    d, created = await store.create(new_deliberation())
+    assert created
+    replays = 0
+    real_get = app.repository.get
+
+    def counting_get(*args: Any, **kwargs: Any) -> Any:
+        nonlocal replays
+        replays += 1
+        return real_get(*args, **kwargs)
+
+    app.repository.get = counting_get  # type: ignore[method-assign]
+    try:
+        got = await store.update(d.id, start)
+        await store.update(got.id, propose(got.agents[0]))
+    finally:
+        app.repository.get = real_get  # type: ignore[method-assign]
+    assert replays == 0
+    # Requested twice (same task id, so same aggregate id): the stored one comes back.
+    twin = Deliberation.request(
+        task_id=d.task_id,
+        task="Write a function",
+        role="DEV",
+        num_agents=3,
+        rounds=1,
+        requested_at=datetime.now(tz=UTC),
+        timeout_seconds=600,
+    )
+    assert twin.id == d.id
+    again, created = await store.create(twin)
+    assert not created and again.version == d.version + 2  # Started and one proposal
+    again, created = await store.create(d)  # the object saved already: nothing new
+    assert not created
 
 
 # ---------------------------------------------------------------------- on POPO
@@ -199,8 +261,30 @@ async def test_conflict_with_another_writer_is_retried() -> None:
     await check_conflict_with_another_writer_is_retried(app, app)
 
 
-async def test_batches_split_at_the_event_limit() -> None:
-    await check_batches_split_at_the_event_limit(popo())
+async def test_each_change_is_its_own_unit() -> None:
+    await check_each_change_is_its_own_unit(popo())
+
+
+async def test_changes_in_order_each_land_after_the_ones_before() -> None:
+    await check_changes_in_order_each_land_after_the_ones_before(popo())
+
+
+async def test_a_created_aggregate_is_updated_without_a_replay() -> None:
+    await check_a_created_aggregate_is_updated_without_a_replay(popo())
+
+
+async def test_without_group_commit_changes_in_order_behave_the_same() -> None:
+    app = popo()
+    store = ApplicationDeliberationStore(app, group_commit=False)
+    d = await started(store)
+    a, b, _ = d.agents
+
+    def fails(x: Deliberation) -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        await store.update_in_order(d.id, [propose(b), fails, propose(a)])
+    assert proposals_in_history(await store.history(d.id)) == [b, a]
 
 
 async def test_without_group_commit_updates_save_one_by_one() -> None:
