@@ -48,6 +48,7 @@ from agent_runtime.api import (
 )
 from aggregates import (
     AgentId,
+    CheckOutcome,
     DeadlineNotReachedError,
     Deliberation,
     DeliberationClosedError,
@@ -64,6 +65,8 @@ _TERMINAL_EVENTS = (
     Deliberation.Failed,
     Deliberation.Cancelled,
 )
+_FOLLOWED = (Deliberation.Requested, *_TERMINAL_EVENTS)
+"""What the dispatcher reacts to; the feed skips the rest before decoding it."""
 
 
 def utc_now() -> datetime:
@@ -124,7 +127,7 @@ class DeliberationDispatcher:
         """Recover open deliberations from the stream's history, then follow it live."""
         open_ids: dict[UUID, None] = {}
         last = 0
-        async for item in self._feed.history(after=0):
+        async for item in self._feed.history(after=0, types=_FOLLOWED):
             # Catch-up: only what is still open at the head needs a driver.
             if isinstance(item.event, Deliberation.Requested):
                 open_ids[item.event.originator_id] = None
@@ -137,7 +140,7 @@ class DeliberationDispatcher:
             self._claimer = asyncio.create_task(self._take_claims(), name="dispatcher-claims")
         for d_id in open_ids:
             await self._new_work(d_id)
-        async for item in self._feed.follow(after=last):
+        async for item in self._feed.follow(after=last, types=_FOLLOWED):
             event = item.event
             if isinstance(event, Deliberation.Requested):
                 await self._new_work(event.originator_id)
@@ -190,13 +193,16 @@ class DeliberationDispatcher:
 
     async def _supervise(self, d_id: UUID) -> None:
         """Run the protocol until done or until the recorded deadline, whichever comes first."""
-        d = await self._store.get(d_id)
+        # One store call both reads the state and records Started (a no-op when it is already
+        # started, closed, or past its deadline): on every deliberation's critical path.
+        now = self._clock()
+        d = await self._store.update(d_id, lambda d: _start(d, now))
         if d.is_terminal:
             return
         remaining = (d.deadline - self._clock()).total_seconds()
         heartbeat = self._heartbeat(d_id)
         try:
-            await asyncio.wait_for(self._drive(d_id), timeout=max(0.0, remaining))
+            await asyncio.wait_for(self._drive(d), timeout=max(0.0, remaining))
         except TimeoutError:
             await self._time_out(d_id)
         except DeliberationClosedError:
@@ -236,8 +242,8 @@ class DeliberationDispatcher:
             except DeadlineNotReachedError:
                 await asyncio.sleep(0.05)  # woke a hair early on this clock
 
-    async def _drive(self, d_id: UUID) -> None:
-        d = await self._store.update(d_id, _start)
+    async def _drive(self, d: Deliberation) -> None:
+        d_id = d.id
         for round_no in range(d.rounds):
             if d.is_terminal:
                 return
@@ -286,15 +292,23 @@ class DeliberationDispatcher:
                 )
             )
 
-        def score_and_complete(d: Deliberation) -> None:
-            # One save: the scores and the decision land together (one atomic batch).
-            for a in assessments:
-                agent = AgentId(a.agent_id)
-                if d.final_proposals()[agent].score is None:
-                    d.score(agent_id=agent, score=a.score, checks=list(a.checks))
-            d.complete()
+        def score(agent: AgentId, value: float, checks: list[CheckOutcome]) -> Callable[..., None]:
+            def change(d: Deliberation) -> None:
+                if d.final_proposals()[agent].score is None:  # a restart may find it scored
+                    d.score(agent_id=agent, score=value, checks=checks)
 
-        await self._store.update(d.id, score_and_complete)
+            return change
+
+        # Each score, then the decision, in this order: Completed is stored only once every
+        # score is (and the aggregate refuses to complete with a proposal unscored), so a crash
+        # in between leaves scores that a restarted dispatcher completes from. Separate
+        # one-event writes rather than one atomic batch: batches are serialised per stream, and
+        # fifty deliberations finishing together would queue behind each other.
+        changes: list[Callable[[Deliberation], None]] = [
+            score(AgentId(a.agent_id), a.score, list(a.checks)) for a in assessments
+        ]
+        changes.append(_complete)
+        await self._store.update_in_order(d.id, changes)
 
     # ------------------------------------------------------------------ agent calls
 
@@ -473,8 +487,13 @@ class DeliberationDispatcher:
         await self.shutdown()
 
 
-def _start(d: Deliberation) -> Deliberation:
-    d.start()
+def _complete(d: Deliberation) -> None:
+    d.complete()
+
+
+def _start(d: Deliberation, now: datetime) -> Deliberation:
+    if now < d.deadline:  # past it, the deliberation times out without being started
+        d.start()  # idempotent: a no-op once started, or closed
     return d
 
 

@@ -30,6 +30,9 @@ from dispatchers.ports import DeliberationStore, EventFeed, PlanStore
 
 log = logging.getLogger(__name__)
 
+_FOLLOWED = (Plan.Approved, Plan.DeliberationsRequested)
+"""What the plan dispatcher reads on start; live, only approvals."""
+
 __all__ = [
     "BadPlanMessage",
     "PlanApproval",
@@ -190,7 +193,7 @@ class PlanDispatcher:
     async def run(self) -> None:
         pending: dict[UUID, None] = {}
         last = 0
-        async for item in self._feed.history(after=0):
+        async for item in self._feed.history(after=0, types=_FOLLOWED):
             if isinstance(item.event, Plan.Approved):
                 pending[item.event.originator_id] = None
             elif isinstance(item.event, Plan.DeliberationsRequested):
@@ -198,7 +201,7 @@ class PlanDispatcher:
             last = item.position
         for plan_id in pending:
             await self._dispatch(plan_id)
-        async for item in self._feed.follow(after=last):
+        async for item in self._feed.follow(after=last, types=(Plan.Approved,)):
             if isinstance(item.event, Plan.Approved):
                 await self._dispatch(item.event.originator_id)
 

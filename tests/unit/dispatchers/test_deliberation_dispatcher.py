@@ -21,7 +21,7 @@ from agent_runtime.api import (
     TurnResult,
 )
 from aggregates import CheckOutcome, Deliberation, DeliberationStatus
-from dispatchers.deliberations import DeliberationDispatcher
+from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.application import FleetApplication
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
@@ -154,6 +154,54 @@ async def test_a_deliberation_past_its_deadline_before_restart_times_out_at_once
         done = await until_terminal(store, d)
     assert done.status is DeliberationStatus.TIMEOUT
     assert rt.calls == []
+    # Timed out without ever being started: nobody took it before its deadline.
+    types = [type(e).__name__ for e in await store.history(d.id)]
+    assert types == ["Requested", "TimedOut"]
+
+
+async def test_scores_land_before_the_decision_and_a_restart_completes_from_them() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    rt = FakeAgentRuntime()
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "ordered"))
+    types = [type(e).__name__ for e in await store.history(done.id)]
+    assert types[-4:] == ["ProposalScored"] * 3 + ["Completed"]
+
+    # A dispatcher that died after storing one score (of three): a fresh one scores the other
+    # two only, and completes once.
+    d = request(a, "scored-in-part")
+    d = await store.update(d.id, _start)
+    for i in (1, 2, 3):
+        agent = f"dev-agent-{i}"
+        await store.update(
+            d.id,
+            lambda d, agent=agent: d.receive_proposal(
+                agent_id=agent, round=0, content=f"from {agent}", model="m", tokens=1, latency_ms=1
+            ),
+        )
+    await store.update(
+        d.id,
+        lambda d: d.score(
+            agent_id="dev-agent-1", score=0.99, checks=[CheckOutcome("policy", True, 1.0)]
+        ),
+    )
+    seen: list[list[str]] = []
+    real_assess = rt.assess
+
+    async def assess(request: AssessmentInput) -> list[Assessment]:
+        seen.append([c.agent_id for c in request.candidates])
+        return await real_assess(request)
+
+    rt.assess = assess  # type: ignore[method-assign]
+    async with DeliberationDispatcher(
+        store, ApplicationEventFeed(a), rt, options=DispatcherOptions(peer_review=False)
+    ):
+        done = await until_terminal(store, d)
+    assert seen == [["dev-agent-2", "dev-agent-3"]]
+    assert done.status is DeliberationStatus.COMPLETED and done.winner == "dev-agent-1"
+    types = [type(e).__name__ for e in await store.history(d.id)]
+    assert types.count("ProposalScored") == 3 and types.count("Completed") == 1
 
 
 def _start(d: Deliberation) -> Deliberation:
