@@ -9,7 +9,10 @@ Actors are async (``async def`` methods), so one actor serves many turns at once
 on HTTP; they reserve no CPU (``num_cpus=0``): the work is I/O-bound and the model server owns
 the cores. ``max_restarts`` brings a dead actor back; ``max_task_retries=1`` re-sends a turn that
 was running when its actor died, which is safe because a turn is idempotent by its key (the
-dispatcher records one answer per agent and round).
+dispatcher records one answer per agent and round). Calls to one actor that start together (a
+deliberation's agents in one phase; deliberations released together) travel as one Ray call, and
+their answers come back together unless one is slow (``_ray_batches``): a Ray call's fixed cost,
+not the agents' work, was what a busy two-core machine queued on.
 
 The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
 initialises Ray. In async code we ``await`` object refs and never call ``ray.get``.
@@ -28,8 +31,9 @@ from typing import Any
 
 import ray
 from ray.actor import ActorHandle
-from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+from ray.exceptions import RayError
 
+from agent_runtime._ray_batches import ActorBatches, CallBatcher, Outcome
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -40,6 +44,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
+from agent_runtime.checks import assess_candidates
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
 
@@ -89,6 +94,9 @@ class AgentActor:
     def __init__(self, role: str, index: int, endpoint: EndpointConfig) -> None:
         self._member = CouncilMember(role, endpoint)
         self._index = index
+        self._batches = ActorBatches(
+            {"run_turn": self._member.run_turn, "review": self._member.review}
+        )
 
     async def ping(self) -> str:
         """Answers once the actor is up; returns its Ray actor id."""
@@ -100,8 +108,14 @@ class AgentActor:
     async def review(self, request: ReviewInput) -> ReviewResult:
         return await self._member.review(request)
 
-    async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        return self._member.assess(request)
+    async def run_batch(
+        self, batch_id: str, calls: list[tuple[str, Any]], linger_s: float, keep_s: float
+    ) -> list[Outcome]:
+        """Several calls in one Ray call (see ``_ray_batches``)."""
+        return await self._batches.run(batch_id, calls, linger_s, keep_s)
+
+    async def collect(self, batch_id: str, indexes: list[int], linger_s: float) -> list[Outcome]:
+        return await self._batches.collect(batch_id, indexes, linger_s)
 
     async def stats(self) -> ActorStats:
         return ActorStats(
@@ -151,6 +165,7 @@ class RayAgentRuntime:
         self._pools = {role.upper(): list(actors) for role, actors in pools.items()}
         self.endpoint = endpoint
         self._slots = asyncio.Semaphore(max_in_flight)
+        self._batcher = CallBatcher()
         self._closed = False
 
     @classmethod
@@ -248,7 +263,7 @@ class RayAgentRuntime:
             AgentTurnError: the model call failed, the actor died or did not answer in time.
         """
         actor = self.actor_for(turn.role, turn.agent_id)
-        result = await self._call(actor.run_turn, turn, f"turn {turn.key}", turn.timeout_s)
+        result = await self._call(actor, "run_turn", turn, f"turn {turn.key}", turn.timeout_s)
         if not isinstance(result, TurnResult):
             msg = f"turn {turn.key}: actor returned {type(result).__name__}, not TurnResult"
             raise AgentTurnError(msg)
@@ -257,43 +272,39 @@ class RayAgentRuntime:
     async def review(self, request: ReviewInput) -> ReviewResult:
         """Run one peer review on the reviewer's actor. Raises AgentTurnError as run_turn."""
         actor = self.actor_for(request.role, request.agent_id)
-        result = await self._call(actor.review, request, f"review {request.key}", request.timeout_s)
+        key = f"review {request.key}"
+        result = await self._call(actor, "review", request, key, request.timeout_s)
         if not isinstance(result, ReviewResult):
             msg = f"review {request.key}: actor returned {type(result).__name__}"
             raise AgentTurnError(msg)
         return result
 
-    async def _call(self, method: Any, arg: Any, key: str, timeout_s: float) -> Any:
-        """One bounded actor call: a slot, the actor's own deadline plus grace, errors named."""
+    @property
+    def ray_calls(self) -> int:
+        """Ray calls sent for agent work (calls to one actor that start together share one)."""
+        return self._batcher.ray_calls
+
+    async def _call(self, actor: Any, method: str, arg: Any, key: str, timeout_s: float) -> Any:
+        """One bounded call: a slot, the actor's own deadline plus grace, errors named."""
         async with self._slots:
-            ref: Any = method.remote(arg)
+            future = self._batcher.submit(actor, method, arg, key=key, timeout_s=timeout_s)
             try:
-                return await asyncio.wait_for(ref, timeout_s + DRIVER_GRACE_S)
+                return await asyncio.wait_for(future, timeout_s + DRIVER_GRACE_S)
             except TimeoutError:
-                with contextlib.suppress(RayError):
-                    ray.cancel(ref)
                 msg = f"{key}: actor gave no answer within {timeout_s:.1f} s"
                 raise AgentTurnError(msg) from None
-            except RayTaskError as e:
-                raise AgentTurnError(_cause_message(e)) from None
-            except (RayActorError, GetTimeoutError, RayError) as e:
-                msg = f"{key}: actor failure ({type(e).__name__}): {e}"
-                raise AgentTurnError(msg) from e
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """Score on an actor of the role's pool (off the caller's loop; checks compile code)."""
-        pool = self._pools.get(request.role.upper()) or next(iter(self._pools.values()), [])
-        if not pool or self._closed:
-            raise AgentRuntimeError(f"no actor to assess deliberation {request.deliberation_id}")
-        actor = pool[pool_index(request.deliberation_id, len(pool))]
-        try:
-            result: list[Assessment] = await actor.assess.remote(request)
-        except RayTaskError as e:
-            raise AgentRuntimeError(_cause_message(e)) from None
-        except RayError as e:
-            msg = f"assessment of {request.deliberation_id}: actor failure: {e}"
-            raise AgentRuntimeError(msg) from e
-        return result
+        """The executable checks and scores, in this process (a worker thread, off the loop).
+
+        Not on an actor: the checks only compile and lint text the caller already holds (nothing
+        the model wrote is executed; answers are bounded by ``max_tokens``), about 0.3 ms per
+        candidate, while a Ray round trip is 1-20 ms on a loaded machine and queues behind the
+        pool's other calls: it sat on the critical path of every deliberation.
+        """
+        if self._closed:
+            raise AgentRuntimeError(f"runtime is closed (assessment of {request.deliberation_id})")
+        return await asyncio.to_thread(assess_candidates, request)
 
     async def stats(self) -> list[ActorStats]:
         """Every actor's counters, pool by pool."""
@@ -311,11 +322,3 @@ class RayAgentRuntime:
         for a in actors:
             with contextlib.suppress(RayError, ValueError):
                 ray.kill(a, no_restart=True)
-
-
-def _cause_message(e: RayTaskError) -> str:
-    """The actor-side error's own message, without Ray's traceback wrapper."""
-    cause = getattr(e, "cause", None)
-    if isinstance(cause, BaseException):
-        return str(cause)
-    return str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__

@@ -103,7 +103,7 @@ async def test_failures_become_agent_turn_errors(loadgen: LoadGenServer) -> None
         await runtime.close()
 
 
-async def test_assess_on_actors(loadgen: LoadGenServer) -> None:
+async def test_assess_runs_the_checks(loadgen: LoadGenServer) -> None:
     runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 2, retry=FAST_RETRY)
     try:
         good = "Validate input.\n```python\ndef double(x: int) -> int:\n    return 2 * x\n```"
@@ -163,5 +163,55 @@ async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServ
         [after] = await runtime.stats()
         assert again.content == first.content  # same request, same canned answer
         assert after.actor_id == before.actor_id and after.pid != before.pid
+    finally:
+        await runtime.close()
+
+
+async def test_calls_that_start_together_share_one_ray_call(loadgen: LoadGenServer) -> None:
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        before = runtime.ray_calls
+        results = await asyncio.gather(
+            *(runtime.run_turn(turn("d-7", f"agent-dev-{i}")) for i in range(3))
+        )
+        assert [r.agent_id for r in results] == [f"agent-dev-{i}" for i in range(3)]
+        assert len({r.content for r in results}) == 3  # each its own answer, not a copy
+        assert runtime.ray_calls - before == 1
+        lone = await runtime.run_turn(turn("d-8", "agent-dev-0"))  # alone: a plain call
+        assert lone.agent_id == "agent-dev-0"
+        assert runtime.ray_calls - before == 2
+    finally:
+        await runtime.close()
+
+
+async def test_a_slow_call_does_not_hold_back_the_others_of_its_batch(
+    loadgen: LoadGenServer,
+) -> None:
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        done_at: dict[str, float] = {}
+
+        async def timed(t: AgentTurn) -> object:
+            try:
+                return await runtime.run_turn(t)
+            except AgentTurnError as e:
+                return e
+            finally:
+                done_at[t.agent_id] = loop.time() - t0
+
+        before = runtime.ray_calls
+        fast_a, fast_b, slow = await asyncio.gather(
+            timed(turn("d-9", "agent-dev-0")),
+            timed(turn("d-9", "agent-dev-1")),
+            timed(turn("d-9", "dev-loadgen:hang-2", timeout_s=3.0)),
+        )
+        assert not isinstance(fast_a, Exception) and not isinstance(fast_b, Exception)
+        assert isinstance(slow, AgentTurnError) and "d-9:0:dev-loadgen:hang-2" in str(slow)
+        # The answers came back while their sibling still hung, not when it gave up.
+        assert done_at["agent-dev-0"] < 2.0 and done_at["agent-dev-1"] < 2.0
+        assert done_at["dev-loadgen:hang-2"] >= 3.0
+        assert runtime.ray_calls - before == 2  # the batch, then one collect for the slow one
     finally:
         await runtime.close()
