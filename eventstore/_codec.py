@@ -25,7 +25,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import DataError, StoredEvent
 
-__all__ = ["decode", "encode", "position", "subject_token"]
+__all__ = ["decode", "encode", "position", "subject_token", "topic"]
 
 _HEAD: Final = struct.Struct("!BBqHH")
 _FORMAT: Final = 1
@@ -75,6 +75,13 @@ def decode(payload: bytes) -> tuple[UUID | str, int, str, bytes]:
 def position(payload: bytes) -> int:
     """The originator version (or tracking id) of a payload, without decoding the rest."""
     return int(decode_head(payload)[2])
+
+
+def topic(payload: bytes) -> str:
+    """The topic of a payload, without decoding the id or the state."""
+    _, _, _, topic_len, id_len = decode_head(payload)
+    start = _HEAD.size + id_len
+    return payload[start : start + topic_len].decode()
 
 
 def decode_head(payload: bytes) -> tuple[int, int, int, int, int]:

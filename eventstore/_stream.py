@@ -119,6 +119,19 @@ class _Last:
     seq: int
 
 
+def _stream_sequence(msg: Msg) -> int:
+    """A delivered message's stream sequence, read from its reply subject.
+
+    ``msg.metadata`` parses every field (and builds a datetime) on each message; a follower of
+    the whole stream only needs this one. ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>...``
+    has 9 tokens; the newer form with domain and account hash is left to nats.py.
+    """
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) == 9:
+        return int(tokens[5])
+    return int(msg.metadata.sequence.stream)
+
+
 def _check_reply(data: bytes, where: str) -> dict[str, Any]:
     """Parse a JetStream API reply (a PubAck or an error) and raise on error."""
     try:
@@ -682,7 +695,7 @@ class JetStreamLog:
         js = self.nc.jetstream(timeout=self.settings.timeout)
 
         async def cb(msg: Msg) -> None:
-            on_msg(Row(msg.metadata.sequence.stream, msg.data, msg.subject))
+            on_msg(Row(_stream_sequence(msg), msg.data, msg.subject))
 
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,

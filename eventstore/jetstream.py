@@ -57,7 +57,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment, EnvType, resolve_topic
 
-from eventstore._codec import decode, encode, subject_token
+from eventstore._codec import decode, encode, subject_token, topic
 from eventstore._errors import OutcomeUnknownError, translate
 from eventstore._loop import LoopThread
 from eventstore._stream import MAX_BATCH, JetStreamLog, Row, StreamSettings, Write
@@ -391,7 +391,14 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
             c.log.consume(recorder.events_subject, (gt or 0) + 1, self._on_msg), "subscribe"
         )
 
-    def _on_msg(self, row: Row) -> None:
+    def _on_msg(self, row: Row) -> None:  # on the loop thread
+        if self._wanted:
+            # Skip unwanted topics here: the reader's thread is not woken for them at all.
+            try:
+                if topic(row.payload) not in self._wanted:
+                    return
+            except (DataError, UnicodeDecodeError):
+                pass  # __next__ names it (sequence and subject)
         self._queue.put(row)
 
     def stop(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 import time
@@ -10,10 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
+    DataError,
     IntegrityError,
     NotSupportedError,
     OperationalError,
@@ -233,3 +236,26 @@ def test_refuses_a_server_older_than_2_12(tmp_path: Path) -> None:
             assert "2.12" in str(e)
         else:
             pytest.skip("the system nats-server is new enough")
+
+
+def test_subscription_by_topic_skips_others_and_still_names_bad_messages(
+    factory: JetStreamFactory, nats_url: str
+) -> None:
+    recorder = factory.application_recorder()
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, 1, "wanted"), _event(a, 2, "other"), _event(a, 3, "wanted")])
+    subject = factory.connection.subject("e", a)
+
+    async def garbage() -> int:
+        nc = await nats.connect(nats_url)
+        try:
+            ack = await nc.jetstream().publish(subject, b"\xff not an event")
+            return int(ack.seq)
+        finally:
+            await nc.close()
+
+    with recorder.subscribe(gt=None, topics=["wanted"]) as subscription:
+        assert [next(subscription).originator_version for _ in range(2)] == [1, 3]
+        seq = asyncio.run(garbage())
+        with pytest.raises(DataError, match=f"stream sequence {seq}"):
+            next(subscription)
