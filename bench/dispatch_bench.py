@@ -6,8 +6,11 @@
 
 Path measured: a deliberation is requested (Requested saved to JetStream) → the dispatcher sees
 it on the feed, claims it from the work queue, records Started → 3 agents are called in parallel
-on warm Ray actors → ProposalReceived ×3 → 3 peer ratings → PeerRatingsReceived ×3 → scores and
-Completed in one atomic save → the Valkey cache projection shows it COMPLETED. With
+on warm Ray actors → ProposalReceived ×3 → 3 peer ratings → PeerRatingsReceived ×3 → checks →
+ProposalScored ×3, then Completed (ordered writes) → the Valkey cache projection shows it
+COMPLETED. The cache projection runs in this process (a private valkey/redis-server; the graph
+projection is not part of this path and does not run unless ``--components`` adds
+``projectors``), so it competes for the same two cores, as in ``fleet up``. With
 ``--no-peer-review`` the rating phase is skipped (propose ×3 → checks → Completed).
 
 The endpoint is the LOAD GENERATOR (``fleet.embedded.loadgen``, instant mode, in its own
@@ -15,9 +18,11 @@ process): it answers with canned text after a fixed ``--delay`` (none by default
 measured is Fleet's own cost, never model quality. Two figures, from two kinds of run:
 
 * THROUGHPUT (``--delay 0``: the system is saturated on purpose): agent calls/s through the whole
-  path, beside the raw event-store save rate measured in the same run. In this run the "overhead"
-  line is queueing (≈ in-flight / deliberations per second), NOT the issue-5 overhead figure, and
-  is labelled so.
+  path, i.e. counted until the cache projection has applied every event of the run (and every
+  deliberation reads COMPLETED there), beside the raw event-store save rate measured in the same
+  run (sequential single-event saves of a fresh aggregate), with the events/s the path stored
+  as a ratio of it. In this run the "overhead" line is queueing (≈ in-flight / deliberations per
+  second), NOT the issue-5 overhead figure, and is labelled so.
 * OVERHEAD (``--delay > 0``, e.g. 1.0 s, so the closed loop of ``--in-flight`` deliberations
   offers less work than the machine can do): per deliberation,
 
@@ -32,6 +37,10 @@ measured is Fleet's own cost, never model quality. Two figures, from two kinds o
   answer. Both phases are recorded in the events by the same client code, so the measure is the
   same for both and survives restarts; nothing is guessed. Phases are sequential in the protocol
   (ratings are asked for only after every proposal is recorded), so their maxima add.
+  Calls to one actor that start together travel as one Ray call and the actor hands early
+  answers back at most 50 ms after they arrive (``agent_runtime._ray_batches``); that wait is
+  not in ``latency_ms`` either, so it counts as overhead unless it hides behind the phase's
+  slowest call (which it never delays).
   The endpoint bound is back-pressure by design, not orchestration: the bench sets it
   (``--max-in-flight``, default 3 × in-flight deliberations, i.e. every call of every deliberation
   can be on the wire at once) so that neither the client's bound nor the Ray runtime's (whose
@@ -107,6 +116,30 @@ class BenchProbe(Aggregate):
         self.payload = payload
 
 
+def start_cache_projection(app: object, data_dir: Path) -> tuple[object, object, object]:
+    """The Valkey cache projection in this process, on a private server: (runner, board, stop)."""
+    import valkey
+
+    from fleet.embedded.valkey import ValkeyServer
+    from projectors.cache.projection import CacheProjection
+    from projectors.cache.valkey import ValkeyDeliberationBoard
+    from projectors.runner import ProjectorRunner
+
+    server = ValkeyServer(data_dir / "valkey")
+    server.start()
+    client = valkey.Valkey.from_url(server.url)
+    board = ValkeyDeliberationBoard(client, key_prefix="bench:")
+    runner = ProjectorRunner(app, CacheProjection(board))  # type: ignore[arg-type]
+    runner.start()
+
+    def stop() -> None:
+        runner.stop()
+        client.close()
+        server.stop()
+
+    return runner, board, stop
+
+
 def save_rate(app: object, n: int) -> float:
     """Raw event-store saves/s: one new single-event aggregate per save, sequential."""
     t0 = time.perf_counter()
@@ -138,11 +171,15 @@ async def run(args: argparse.Namespace) -> None:
         agent_call_timeout=30.0,
         plan_consumer=False,
     )
+    stop_cache = None
     try:
         async with FleetNode(settings) as node:
             assert node.app is not None and node.store is not None
             app, store = node.app, node.store
             store.group_commit = not args.no_group_commit
+            cache_runner, board = None, None
+            if "projectors" not in settings.components:
+                cache_runner, board, stop_cache = start_cache_projection(app, tmp)
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
             started: dict[uuid.UUID, float] = {}
             ended: dict[uuid.UUID, float] = {}
@@ -158,7 +195,8 @@ async def run(args: argparse.Namespace) -> None:
 
                 async def watch() -> None:
                     nonlocal pending
-                    async for item in ApplicationEventFeed(app).follow(after=head):
+                    terminal = (Deliberation.Completed, Deliberation.Failed)
+                    async for item in ApplicationEventFeed(app).follow(after=head, types=terminal):
                         e = item.event
                         if isinstance(e, Deliberation.Completed | Deliberation.Failed):
                             if e.originator_id in started and e.originator_id not in ended:
@@ -201,12 +239,23 @@ async def run(args: argparse.Namespace) -> None:
             ids, wall = await batch(args.deliberations, "run")
             groups = store.groups_committed - groups0
             await node.wait_projected(120)
+            if cache_runner is not None:
+                head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
+                await asyncio.to_thread(cache_runner.wait, head, 120)  # type: ignore[attr-defined]
             wall_cache = time.perf_counter() - t0
+            cached: dict[str, int] = {}
+            if board is not None:
+                views = await asyncio.to_thread(board.get_many, ids)  # type: ignore[attr-defined]
+                for v in views.values():
+                    status = "missing" if v is None else v.status.value
+                    cached[status] = cached.get(status, 0) + 1
 
-            overhead, strict, e2e, call_ms, calls = [], [], [], [], 0
+            overhead, strict, e2e, call_ms, calls, events = [], [], [], [], 0, 0
             for d_id in ids:
                 props, rates = [], []
-                for e in await store.history(d_id):
+                history = await store.history(d_id)
+                events += len(history)
+                for e in history:
                     if isinstance(e, Deliberation.ProposalReceived) and e.round == 0:
                         props.append(e.latency_ms)
                     elif isinstance(e, Deliberation.PeerRatingsReceived):
@@ -219,6 +268,8 @@ async def run(args: argparse.Namespace) -> None:
                 phases = (1 if props else 0) + (1 if rates else 0)
                 strict.append(total - phases * args.delay * 1000)
     finally:
+        if stop_cache is not None:
+            stop_cache()  # type: ignore[operator]
         lg_proc.terminate()
         lg_proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -252,21 +303,34 @@ async def run(args: argparse.Namespace) -> None:
         print(f"  stricter (e2e − phases × delay)   {st_line}   (HTTP + client charged to Fleet)")
     print(
         f"  agent calls                      {calls} in {wall:.2f} s = {calls / wall:7.0f} calls/s"
+        f" (to Completed on the feed)"
+    )
+    if cached:
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(cached.items()))
+        print(
+            f"  cache projection (in process)    caught up at {wall_cache:.2f} s; it reads {shown}"
+        )
+    whole = calls / wall_cache
+    print(
+        f"  through the whole path (→ cache) {whole:7.0f} calls/s; events stored "
+        f"{events / wall_cache:7.0f}/s = {events / wall_cache / raw:.2f} × the raw sequential "
+        f"save rate ({events / n:.1f} events per deliberation)"
     )
     if groups:
         print(
             f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
-            f"the creates and any plain saves are not counted)"
+            f"each one crossing to the store; creates not counted)"
         )
     print(
         f"  deliberations                    {n / wall:7.1f} /s (to Completed); "
         f"{n / wall_cache:.1f} /s including the cache projection caught up"
     )
     if saturated:
-        ok = calls / wall >= 300
+        ok = whole >= 300 and cached.get("COMPLETED", 0) == n - len(failed)
         print(
-            f"  target ≥ 300 agent calls/s (saturated, whole path): {calls / wall:.0f} calls/s "
-            f"beside {raw:.0f} raw saves/s → {'MET' if ok else 'NOT MET'}"
+            f"  target ≥ 300 agent calls/s (saturated, whole path to the cache): {whole:.0f} "
+            f"calls/s = {whole / raw:.2f} × the {raw:.0f} raw saves/s → "
+            f"{'MET' if ok else 'NOT MET'}"
         )
     else:
         ok50, ok99 = pct(overhead, 50) <= 20, pct(overhead, 99) <= 100
