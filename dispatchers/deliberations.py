@@ -52,6 +52,7 @@ from aggregates import (
     DeadlineNotReachedError,
     Deliberation,
     DeliberationClosedError,
+    DeliberationStatus,
     DuplicateProposalError,
 )
 from dispatchers.councils import Councils
@@ -111,6 +112,8 @@ class DeliberationDispatcher:
         self._queue = work_queue
         self._active: dict[UUID, asyncio.Task[None]] = {}
         self._claims: dict[UUID, Claim] = {}
+        self._starting: dict[UUID, asyncio.Future[Deliberation]] = {}
+        """Started writes still in flight, by deliberation (see ``_start_and_drive``)."""
         self._runner: asyncio.Task[None] | None = None
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
@@ -193,16 +196,13 @@ class DeliberationDispatcher:
 
     async def _supervise(self, d_id: UUID) -> None:
         """Run the protocol until done or until the recorded deadline, whichever comes first."""
-        # One store call both reads the state and records Started (a no-op when it is already
-        # started, closed, or past its deadline): on every deliberation's critical path.
-        now = self._clock()
-        d = await self._store.update(d_id, lambda d: _start(d, now))
+        d = await self._store.get(d_id)
         if d.is_terminal:
             return
         remaining = (d.deadline - self._clock()).total_seconds()
         heartbeat = self._heartbeat(d_id)
         try:
-            await asyncio.wait_for(self._drive(d), timeout=max(0.0, remaining))
+            await asyncio.wait_for(self._start_and_drive(d), timeout=max(0.0, remaining))
         except TimeoutError:
             await self._time_out(d_id)
         except DeliberationClosedError:
@@ -216,6 +216,23 @@ class DeliberationDispatcher:
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+            started = self._starting.pop(d_id, None)
+            if started is not None and not started.done():
+                started.cancel()
+
+    async def _start_and_drive(self, d: Deliberation) -> None:
+        """Record Started while the first calls are already on their way.
+
+        Started must be stored before any answer is (``_record`` waits for it), not before the
+        calls go out: the calls take seconds, the write milliseconds, and on a busy machine that
+        write was a sequential step of every deliberation. A process that dies in between has
+        only spent calls; its successor makes them again (a call is idempotent by its key).
+        """
+        if d.status is DeliberationStatus.PENDING:
+            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, _start))
+            d.start()  # the same command on our copy (never saved): its agents, its status
+            d.collect_events()
+        await self._drive(d)
 
     def _heartbeat(self, d_id: UUID) -> asyncio.Task[None] | None:
         claim = self._claims.get(d_id)
@@ -448,6 +465,9 @@ class DeliberationDispatcher:
         )
 
     async def _record(self, d_id: UUID, change: Callable[[Deliberation], object]) -> None:
+        started = self._starting.get(d_id)
+        if started is not None:
+            await asyncio.shield(started)  # no answer lands before Started (its failure ends us)
         try:
             await self._store.update(d_id, change)
         except DuplicateProposalError:
@@ -491,9 +511,8 @@ def _complete(d: Deliberation) -> None:
     d.complete()
 
 
-def _start(d: Deliberation, now: datetime) -> Deliberation:
-    if now < d.deadline:  # past it, the deliberation times out without being started
-        d.start()  # idempotent: a no-op once started, or closed
+def _start(d: Deliberation) -> Deliberation:
+    d.start()  # idempotent: a no-op once started, or closed
     return d
 
 

@@ -99,11 +99,19 @@ class ApplicationDeliberationStore:
         return lock
 
     async def get(self, deliberation_id: UUID, version: int | None = None) -> Deliberation:
-        if version is None:
-            cached = self._cache.copy_of(deliberation_id)
-            if isinstance(cached, Deliberation):
-                return cached
-        return await asyncio.to_thread(self._get, deliberation_id, version)
+        if version is not None:
+            return await asyncio.to_thread(self._get, deliberation_id, version)
+        cached = self._cache.copy_of(deliberation_id)
+        if isinstance(cached, Deliberation):
+            return cached
+        return await asyncio.to_thread(self._get_and_keep, deliberation_id)
+
+    def _get_and_keep(self, d_id: UUID) -> Deliberation:
+        """A replay whose result is cached too: the update that usually follows a read (the
+        dispatcher's first) then costs one write, not another replay."""
+        d = self._get(d_id)
+        self._cache.keep(d_id, copy.deepcopy(d))
+        return d
 
     def forget(self, aggregate_id: UUID) -> None:
         """Drop a cached aggregate (e.g. another process changed it)."""

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from eventsourcing.persistence import OperationalError
 
 from agent_runtime.api import (
     AgentTurn,
@@ -90,6 +92,33 @@ async def test_three_answers_complete_with_the_best_scored_winner() -> None:
     assert done.status is DeliberationStatus.COMPLETED
     assert len(done.proposals) == 3
     assert done.winner == "dev-agent-3"
+    # The calls went out before Started was stored, but no answer was recorded before it.
+    types = [type(e).__name__ for e in await store.history(d.id)]
+    assert types[:3] == ["Requested", "Started", "ProposalReceived"]
+
+
+class StoreFailingFirstUpdate(ApplicationDeliberationStore):
+    """The real store, except that its first update fails as if NATS were unreachable."""
+
+    failed = False
+
+    async def update(self, deliberation_id: Any, change: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise OperationalError("NATS unreachable (test)")
+        return await super().update(deliberation_id, change)
+
+
+async def test_answers_are_not_recorded_when_started_could_not_be() -> None:
+    a = app()
+    store = StoreFailingFirstUpdate(a)
+    rt = FakeAgentRuntime()
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "no-start"))
+    assert done.status is DeliberationStatus.FAILED
+    assert "NATS unreachable" in done.reason
+    assert done.proposals == {}
+    assert len(rt.calls) == 3  # they had gone out; their answers were not recorded
 
 
 async def test_failures_are_recorded_and_the_rest_complete() -> None:
