@@ -117,9 +117,10 @@ class DecisionGraph(ABC):
         return self.apply_batch(name, [(position, statements)]) > 0
 
     def checkpoint(self) -> None:
-        """Fold what recent writes left in the engine's log into the store; the runner calls it
-        when the projection goes idle or has just caught up, so the engine need not do it in
-        the middle of a live stream. A no-op where the engine has nothing of the kind (Neo4j).
+        """Fold what recent writes left in the engine's log into the store, if the log has grown
+        enough to be worth the pause; the runner calls it when the projection goes idle or has
+        just caught up, so the engine need not do it in the middle of a live stream. A no-op
+        where the engine has nothing of the kind (Neo4j).
         """
         return
 

@@ -1,4 +1,5 @@
-"""The graph's checkpoint hook: LadybugDB folds its write-ahead log when the runner goes idle."""
+"""The graph's checkpoint hook: LadybugDB folds its write-ahead log when the runner goes idle,
+once the log is large enough to be worth the pause."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fleet.application import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
 from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LadybugGraph
 from tests.unit.projectors import scenarios
@@ -18,6 +20,12 @@ pytestmark = pytest.mark.timeout(60)
 def _wal_bytes(graph: LadybugGraph) -> int:
     wal = graph.path.with_name(graph.path.name + ".wal")
     return wal.stat().st_size if wal.exists() else 0
+
+
+def _events(app: Any) -> list[tuple[object, int]]:
+    return [
+        (app.mapper.to_domain_event(n), n.id) for n in app.recorder.select_notifications(1, 1000)
+    ]
 
 
 def test_the_adapter_raises_the_automatic_checkpoint_threshold(tmp_path: Path) -> None:
@@ -32,13 +40,10 @@ def test_the_adapter_raises_the_automatic_checkpoint_threshold(tmp_path: Path) -
 def test_checkpoint_empties_the_log_and_keeps_the_data(tmp_path: Path) -> None:
     app = scenarios.popo_app()
     scenarios.completed(app)
-    graph = LadybugGraph(tmp_path / "g")
+    graph = LadybugGraph(tmp_path / "g", idle_checkpoint_bytes=0)
     try:
         projection = GraphProjection(graph)
-        events = [
-            (app.mapper.to_domain_event(n), n.id)
-            for n in app.recorder.select_notifications(1, 1000)
-        ]
+        events = _events(app)
         projection.apply_batch(events, base=0)
         assert _wal_bytes(graph) > 0
         before = graph.query("MATCH (n) RETURN count(n) AS n")
@@ -50,7 +55,28 @@ def test_checkpoint_empties_the_log_and_keeps_the_data(tmp_path: Path) -> None:
         graph.close()
 
 
+def test_a_log_below_the_idle_bound_is_left_alone(tmp_path: Path) -> None:
+    # A checkpoint's fixed cost grows with the graph; after a small burst it is not worth it.
+    app = scenarios.popo_app()
+    scenarios.completed(app)
+    graph = LadybugGraph(tmp_path / "g")
+    try:
+        GraphProjection(graph).apply_batch(_events(app), base=0)
+        logged = _wal_bytes(graph)
+        assert graph.log_bytes() == logged > 0
+        graph.idle_checkpoint_bytes = logged + 1
+        graph.checkpoint()
+        assert _wal_bytes(graph) == logged
+        graph.idle_checkpoint_bytes = logged
+        graph.checkpoint()
+        assert _wal_bytes(graph) == 0
+    finally:
+        graph.close()
+
+
 class _Counting(GraphProjection):
+    """Counts the runner's ``idle()`` calls."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.idles = 0
@@ -67,12 +93,17 @@ def _until(check: Any, timeout: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def test_the_runner_checkpoints_after_a_catch_up_and_when_idle(tmp_path: Path) -> None:
+def _backlog(tmp_path: Path) -> tuple[FleetApplication, LadybugGraph, _Counting]:
+    """Three deliberations to catch up on, and a graph that folds any log when asked."""
     app = scenarios.popo_app()
     for _ in range(3):
         scenarios.completed(app)
-    graph = LadybugGraph(tmp_path / "g")
-    projection = _Counting(graph)
+    graph = LadybugGraph(tmp_path / "g", idle_checkpoint_bytes=0)
+    return app, graph, _Counting(graph)
+
+
+def test_the_runner_checkpoints_after_a_catch_up_and_when_idle(tmp_path: Path) -> None:
+    app, graph, projection = _backlog(tmp_path)
     try:
         with ProjectorRunner(app, projection, batch_size=4, idle_s=0.2) as runner:
             runner.wait(app.recorder.max_notification_id() or 0)
