@@ -3,13 +3,15 @@
 The runner claims the projection in its store (``projectors.fence``), reads the stored position,
 subscribes to the application recorder after it, and applies what has arrived in batches: while
 behind, up to ``batch_size`` events per atomic step (one graph transaction of ``UNWIND``s, one
-Valkey script after one pipeline of reads); when live, whatever is queued, usually one event, so
-lag stays low. When a catch-up drains, and when nothing has arrived for ``idle_s`` after a write,
-the runner calls the projection's optional ``idle()`` (the graph checkpoints its write-ahead log
-there, so the engine need not stall a live commit to do it). Each batch carries the runner's
-fence and the position it started from; the store refuses it when either changed. The runner
-keeps no position of its own that matters: a restart (of the runner or the process) resumes
-from the store, and the store ignores what it has already applied.
+Valkey script after one pipeline of reads); when live, whatever arrived while the previous step
+committed (group commit: a few events at 500 events/s), so an event waits for at most the commit
+in progress and its own, and a burst is absorbed in catch-up-sized steps. When a catch-up drains,
+and when nothing has arrived for ``idle_s`` after a write, the runner calls the projection's
+optional ``idle()`` (the graph may checkpoint its write-ahead log there, so the engine need not
+stall a live commit to do it). Each batch carries the runner's fence and the position it started
+from; the store refuses it when either changed. The runner keeps no position of its own that
+matters: a restart (of the runner or the process) resumes from the store, and the store ignores
+what it has already applied.
 
 * Fenced out (another instance claimed the projection): the runner stops writing and stands by,
   re-claiming every third of a lease, and resumes from the stored position once it holds it.
@@ -22,10 +24,8 @@ from the store, and the store ignores what it has already applied.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import queue
 import socket
 import threading
 import time
@@ -36,8 +36,9 @@ from types import TracebackType
 from typing import Any
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import Notification, Subscription
+from eventsourcing.persistence import Notification
 
+from projectors._feed import Feed
 from projectors.errors import PositionMovedError, ProjectionFencedError, ProjectionStoppedError
 from projectors.fence import DEFAULT_LEASE_MS, Fence
 from projectors.projection import Projection
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 500
 DEFAULT_IDLE_S = 1.0
-_QUEUE_BOUND = 20_000  # notifications read ahead of the applier
 _MAX_BACKOFF_S = 5.0
 
 
@@ -58,13 +58,6 @@ class RunnerState:
     STANDBY = "standby"
     STOPPED = "stopped"
     FAILED = "failed"
-
-
-class _End:
-    """Queued by the feeder when the subscription ends (``error`` set when it failed)."""
-
-    def __init__(self, error: BaseException | None = None) -> None:
-        self.error = error
 
 
 def default_owner() -> str:
@@ -118,8 +111,7 @@ class ProjectorRunner:
         self._last_time: datetime | None = None
         self._state = RunnerState.STARTING
         self._error: BaseException | None = None
-        self._subscription: Subscription[Any] | None = None
-        self._queue: queue.Queue[Notification | _End] | None = None
+        self._feed: Feed | None = None
         self._thread: threading.Thread | None = None
         self._stopped = False
 
@@ -191,13 +183,10 @@ class ProjectorRunner:
         """End the subscription and join the thread. Idempotent; safe before ``start``."""
         with self._cond:
             self._stopped = True
-            subscription, thread, q = self._subscription, self._thread, self._queue
+            feed, thread = self._feed, self._thread
             self._cond.notify_all()
-        if subscription is not None:
-            subscription.stop()
-        if q is not None:
-            with contextlib.suppress(queue.Full):
-                q.put_nowait(_End())  # wakes the applier at once (the feeder's _End may queue up)
+        if feed is not None:
+            feed.close(join=False)  # wakes the runner's thread at once
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             if self._fenced and not thread.is_alive():
@@ -281,76 +270,54 @@ class ProjectorRunner:
     def _follow(self, fence: Fence | None) -> None:
         """Apply from the stored position until stopped; raises to re-claim or resume."""
         base = self._projection.position()
+        # The backlog this subscription starts with: once applied, the catch-up is over and the
+        # projection's housekeeping runs once, before live traffic. A burst later on is not a
+        # catch-up: housekeeping then (a graph checkpoint, seconds on a large graph with a full
+        # log) would stall the stream it fell behind on, and it fell further behind each time.
+        backlog = self._app.recorder.max_notification_id() or 0
         with self._cond:
             self._position = base
             self._cond.notify_all()
-        q: queue.Queue[Notification | _End] = queue.Queue(maxsize=_QUEUE_BOUND)
-        subscription = self._app.recorder.subscribe(gt=base or None)
+        feed = Feed(self._app.recorder.subscribe(gt=base or None), name=f"feed-{self.name}")
         with self._cond:
-            self._subscription, self._queue = subscription, q
+            self._feed = feed
             stopped = self._stopped
         if stopped:
-            subscription.stop()
-        feeder = threading.Thread(
-            target=self._feed, args=(subscription, q), name=f"feed-{self.name}", daemon=True
-        )
-        feeder.start()
+            feed.close(join=False)
         renew_s = self._lease_ms / 3000
         renew_at = time.monotonic() + renew_s
         dirty = True  # the store may hold a previous run's un-checkpointed writes
-        behind = False  # applied a full batch since the last idle()
         try:
             while not self._is_stopped():
                 now = time.monotonic()
                 wait = max(0.0, renew_at - now)
                 if dirty:
                     wait = min(wait, self._idle_s)
-                try:
-                    first = q.get(timeout=wait)
-                except queue.Empty:
+                taken = feed.take(wait, after=base, limit=self._batch_size)
+                if taken is None:  # quiet
                     if dirty:
                         self._idle()
-                        dirty = behind = False
+                        dirty = False
                     if time.monotonic() >= renew_at:
                         self._renew(fence)
                         renew_at = time.monotonic() + renew_s
                     continue
-                batch, end = self._drain(first, q)
-                if batch:
-                    base = self._apply(batch, base, fence)
+                if taken.notifications:
+                    base = self._apply(taken.notifications, base, fence)
                     renew_at = time.monotonic() + renew_s  # a fenced write renewed the lease
                     dirty = True
-                    behind = behind or len(batch) >= self._batch_size
-                    if behind and q.empty():  # a catch-up drained: live from here on
+                    if backlog and base >= backlog and feed.empty():  # the catch-up drained
                         self._idle()
-                        dirty = behind = False
-                if end is not None:
-                    if end.error is not None:
-                        raise end.error
+                        dirty = False
+                        backlog = 0
+                if taken.ended:
+                    if taken.error is not None:
+                        raise taken.error
                     return
         finally:
-            subscription.stop()
+            feed.close()
             with self._cond:
-                self._subscription, self._queue = None, None
-            while feeder.is_alive():  # unblock a feeder waiting on a full queue
-                _discard_one(q)
-                feeder.join(0.05)
-
-    def _drain(
-        self, first: Notification | _End, q: queue.Queue[Notification | _End]
-    ) -> tuple[list[Notification], _End | None]:
-        if isinstance(first, _End):
-            return [], first
-        batch = [first]
-        while len(batch) < self._batch_size:
-            try:
-                item = q.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, _End):
-                return batch, item
-            batch.append(item)
-        return batch, None
+                self._feed = None
 
     def _apply(self, batch: Sequence[Notification], base: int, fence: Fence | None) -> int:
         mapper = self._app.mapper
@@ -381,28 +348,6 @@ class ProjectorRunner:
             msg = f"lease of epoch {fence.epoch} lost while idle"
             raise ProjectionFencedError(msg)
 
-    def _feed(self, subscription: Subscription[Any], q: queue.Queue[Notification | _End]) -> None:
-        try:
-            with subscription:
-                for notification in subscription:
-                    while True:
-                        if self._is_stopped():
-                            return
-                        try:
-                            q.put(notification, timeout=0.2)
-                            break
-                        except queue.Full:
-                            continue
-            end = _End()
-        except BaseException as e:
-            end = _End(e)
-        while not self._is_stopped():
-            try:
-                q.put(end, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
     def _is_stopped(self) -> bool:
         with self._cond:
             return self._stopped
@@ -428,11 +373,3 @@ class ProjectorRunner:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _discard_one(q: queue.Queue[Any]) -> None:
-    """Take one item off ``q`` if there is one (frees a producer blocked on a full queue)."""
-    try:
-        q.get_nowait()
-    except queue.Empty:
-        pass

@@ -3,7 +3,9 @@ once the log is large enough to be worth the pause."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 from fleet.application import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
+from projectors.fence import Fence
 from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LadybugGraph
 from tests.unit.projectors import scenarios
 
@@ -75,11 +78,21 @@ def test_a_log_below_the_idle_bound_is_left_alone(tmp_path: Path) -> None:
 
 
 class _Counting(GraphProjection):
-    """Counts the runner's ``idle()`` calls."""
+    """Counts the runner's ``idle()`` calls; clearing ``gate`` holds the next batch."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.idles = 0
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    def apply_batch(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> int:
+        self.entered.set()
+        assert self.gate.wait(20)
+        return super().apply_batch(items, base=base, fence=fence)
 
     def idle(self) -> None:
         self.idles += 1
@@ -115,4 +128,26 @@ def test_the_runner_checkpoints_after_a_catch_up_and_when_idle(tmp_path: Path) -
             time.sleep(0.5)  # nothing written since: no further checkpoints
             assert projection.idles == idles + 1
     finally:
+        graph.close()
+
+
+def test_a_burst_while_live_is_no_catch_up_and_checkpoints_nothing(tmp_path: Path) -> None:
+    # A checkpoint stalls every write for its length (seconds on a large graph with a full
+    # log); run in the middle of a stream that briefly fell behind, it made the runner fall
+    # further behind, and checkpoint again.
+    app, graph, projection = _backlog(tmp_path)
+    try:
+        with ProjectorRunner(app, projection, batch_size=4, idle_s=60) as runner:
+            runner.wait(app.recorder.max_notification_id() or 0)
+            _until(lambda: projection.idles == 1)  # the catch-up drained
+            projection.gate.clear()
+            projection.entered.clear()
+            first = scenarios.all_failed(app)  # 6 events: the first one's commit is held...
+            assert projection.entered.wait(10)
+            projection.gate.set()  # ...and the rest go in full batches behind it
+            runner.wait(first.position)
+            time.sleep(0.5)
+            assert projection.idles == 1 and _wal_bytes(graph) > 0
+    finally:
+        projection.gate.set()
         graph.close()
