@@ -89,10 +89,6 @@ class Feed:
             except queue.Empty:
                 return taken
 
-    def empty(self) -> bool:
-        """Nothing is queued (the subscription may still hold more)."""
-        return self._queue.empty()
-
     def close(self, *, join: bool = True) -> None:
         """Stop the subscription and wake a waiting ``take``; with ``join``, also wait for the
         reading thread (call that from the taking thread only). Idempotent."""

@@ -78,11 +78,13 @@ def test_a_log_below_the_idle_bound_is_left_alone(tmp_path: Path) -> None:
 
 
 class _Counting(GraphProjection):
-    """Counts the runner's ``idle()`` calls; clearing ``gate`` holds the next batch."""
+    """Counts the runner's ``idle()`` calls and logs them among the batches (by their last
+    position); clearing ``gate`` holds the next batch."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.idles = 0
+        self.calls: list[int | str] = []
         self.gate = threading.Event()
         self.gate.set()
         self.entered = threading.Event()
@@ -92,10 +94,12 @@ class _Counting(GraphProjection):
     ) -> int:
         self.entered.set()
         assert self.gate.wait(20)
+        self.calls.append(items[-1][1])
         return super().apply_batch(items, base=base, fence=fence)
 
     def idle(self) -> None:
         self.idles += 1
+        self.calls.append("idle")
         super().idle()
 
 
@@ -148,6 +152,28 @@ def test_a_burst_while_live_is_no_catch_up_and_checkpoints_nothing(tmp_path: Pat
             runner.wait(first.position)
             time.sleep(0.5)
             assert projection.idles == 1 and _wal_bytes(graph) > 0
+    finally:
+        projection.gate.set()
+        graph.close()
+
+
+def test_the_catch_up_checkpoints_when_applied_though_live_events_are_queued(
+    tmp_path: Path,
+) -> None:
+    # At 500 events/s the queue is seldom empty after a commit: waiting for an empty one put
+    # the catch-up's checkpoint at a random moment of the live stream instead of before it.
+    app, graph, projection = _backlog(tmp_path)
+    backlog = app.recorder.max_notification_id() or 0
+    projection.gate.clear()
+    try:
+        with ProjectorRunner(app, projection, batch_size=4, idle_s=60) as runner:
+            assert projection.entered.wait(10)  # the first catch-up batch is held...
+            live = scenarios.all_failed(app)  # ...while live events queue behind the backlog
+            projection.gate.set()
+            runner.wait(live.position)
+            done = next(i for i, c in enumerate(projection.calls) if c != "idle" and c >= backlog)
+            assert projection.calls[done + 1] == "idle"  # right after the backlog's last batch
+            assert projection.calls.count("idle") == 1 and projection.calls[-1] == live.position
     finally:
         projection.gate.set()
         graph.close()
