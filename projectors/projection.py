@@ -60,7 +60,7 @@ class Projection(Protocol):
         """
         ...
 
-    # Optional: ``idle(self) -> None``, called by the runner when a catch-up drains and when
+    # Optional: ``idle(self) -> None``, called by the runner once its catch-up is applied and when
     # nothing has arrived for a while (housekeeping such as a graph checkpoint; not in the
     # Protocol so that projections without any need not define it).
 

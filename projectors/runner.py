@@ -5,13 +5,13 @@ subscribes to the application recorder after it, and applies what has arrived in
 behind, up to ``batch_size`` events per atomic step (one graph transaction of ``UNWIND``s, one
 Valkey script after one pipeline of reads); when live, whatever arrived while the previous step
 committed (group commit: a few events at 500 events/s), so an event waits for at most the commit
-in progress and its own, and a burst is absorbed in catch-up-sized steps. When a catch-up drains,
-and when nothing has arrived for ``idle_s`` after a write, the runner calls the projection's
-optional ``idle()`` (the graph may checkpoint its write-ahead log there, so the engine need not
-stall a live commit to do it). Each batch carries the runner's fence and the position it started
-from; the store refuses it when either changed. The runner keeps no position of its own that
-matters: a restart (of the runner or the process) resumes from the store, and the store ignores
-what it has already applied.
+in progress and its own, and a burst is absorbed in catch-up-sized steps. Once the backlog it
+started with is applied, and when nothing has arrived for ``idle_s`` after a write, the runner
+calls the projection's optional ``idle()`` (the graph may checkpoint its write-ahead log there,
+so the engine need not stall a live commit to do it). Each batch carries the runner's fence and
+the position it started from; the store refuses it when either changed. The runner keeps no
+position of its own that matters: a restart (of the runner or the process) resumes from the
+store, and the store ignores what it has already applied.
 
 * Fenced out (another instance claimed the projection): the runner stops writing and stands by,
   re-claiming every third of a lease, and resumes from the stored position once it holds it.

@@ -17,7 +17,7 @@ folds them into the database file, and no write commits while one runs. A checkp
 growing with the table) plus ~25-35 ms per MB of log, all CPU; meanwhile each MB of log
 adds ~0.3-0.7 ms to every commit. The engine checkpoints on its own inside the commit that takes
 the log past ``checkpoint_threshold`` bytes, stalling the stream. So the runner calls
-``checkpoint`` when its catch-up drains and when the projection goes quiet, and that folds the
+``checkpoint`` once its catch-up is applied and when the projection goes quiet, and that folds the
 log only once it holds ``idle_checkpoint_bytes`` (``IDLE_CHECKPOINT_BYTES``): a quiet spell after
 each small burst (a deliberation step, then seconds of model time) would otherwise pay the fixed
 cost every time, and a burst arriving during it would wait. The automatic threshold is raised
