@@ -196,7 +196,7 @@ class DeliberationDispatcher:
 
     async def _supervise(self, d_id: UUID) -> None:
         """Run the protocol until done or until the recorded deadline, whichever comes first."""
-        d = await self._store.get(d_id)
+        d = await self._store.last_known(d_id)
         if d.is_terminal:
             return
         remaining = (d.deadline - self._clock()).total_seconds()
@@ -270,22 +270,22 @@ class DeliberationDispatcher:
                 if len(d.participants(round_no)) < 2:
                     break  # nobody to learn from: the proposals stand
                 await self._critique_round(d_id, round_no)
-                d = await self._store.get(d_id)
+                d = await self._store.last_known(d_id)
                 done = d.answered(round_no)
                 await asyncio.gather(
                     *(self._turn(d, a, round_no) for a in d.participants(round_no) if a not in done)
                 )
-            d = await self._store.get(d_id)
+            d = await self._store.last_known(d_id)
         if d.is_terminal:
             return
         if self._options.peer_review and len(d.final_proposals()) >= 2:
             raters = [a for a in d.final_proposals() if a not in d.rated()]
             await asyncio.gather(*(self._review(d, a, "rate", d.rounds - 1) for a in raters))
-            d = await self._store.get(d_id)
+            d = await self._store.last_known(d_id)
         await self._score_and_complete(d)
 
     async def _critique_round(self, d_id: UUID, round_no: int) -> None:
-        d = await self._store.get(d_id)
+        d = await self._store.last_known(d_id)
         critics = [a for a in d.participants(round_no) if a not in d.critiqued(round_no)]
         await asyncio.gather(*(self._review(d, a, "critique", round_no) for a in critics))
 

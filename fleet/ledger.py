@@ -12,9 +12,12 @@ checked by the store's optimistic concurrency: an IntegrityError reloads the agg
 re-applies the command. ``group_commit=False`` gives the plain path: a per-aggregate asyncio
 lock and one ``app.save`` per update, in a worker thread.
 
-The store keeps the open aggregates it last saved or created (``AggregateCache``), so an update
-is one write instead of a replay plus a write. Readers get a copy, never the cached object.
-Replays (a cache miss, a version, a history) are sync library calls: they run in worker threads.
+The store keeps the open aggregates it last saved, created or read (``AggregateCache``), so an
+update is one write instead of a replay plus a write. ``get`` returns a cached copy only when it
+is at the aggregate's last stored version (another process may have written since);
+``last_known`` skips that check, for the dispatcher's own next step (its writes are checked by
+optimistic concurrency anyway). Readers get a copy, never the cached object. Replays (a miss, a
+version, a history) are sync library calls: they run in worker threads.
 """
 
 from __future__ import annotations
@@ -99,12 +102,31 @@ class ApplicationDeliberationStore:
         return lock
 
     async def get(self, deliberation_id: UUID, version: int | None = None) -> Deliberation:
+        """The deliberation as stored now (or at ``version``): never stale.
+
+        A cached copy is returned only when it is at the aggregate's last stored version (one
+        "last event of the subject" read, not a replay): another process may have changed it.
+        """
         if version is not None:
             return await asyncio.to_thread(self._get, deliberation_id, version)
         cached = self._cache.copy_of(deliberation_id)
         if isinstance(cached, Deliberation):
+            if await asyncio.to_thread(self._latest_version, deliberation_id) == cached.version:
+                return cached
+        return await asyncio.to_thread(self._get_and_keep, deliberation_id)
+
+    async def last_known(self, deliberation_id: UUID) -> Deliberation:
+        """The deliberation as this store last saved, created or read it, without asking the
+        event store when it has a copy (else a replay). For the writer's own next decision: it
+        may miss another process's change, which the write it leads to is checked against."""
+        cached = self._cache.copy_of(deliberation_id)
+        if isinstance(cached, Deliberation):
             return cached
         return await asyncio.to_thread(self._get_and_keep, deliberation_id)
+
+    def _latest_version(self, agg_id: UUID) -> int | None:
+        last = self._app.recorder.select_events(agg_id, desc=True, limit=1)
+        return last[0].originator_version if last else None
 
     def _get_and_keep(self, d_id: UUID) -> Deliberation:
         """A replay whose result is cached too: the update that usually follows a read (the

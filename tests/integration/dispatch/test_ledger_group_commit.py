@@ -20,6 +20,7 @@ from tests.unit.fleet.test_ledger_group_commit import (
     check_conflict_with_another_writer_is_retried,
     check_each_change_is_its_own_unit,
     check_failing_change_affects_only_its_caller,
+    check_get_is_never_stale_after_another_writer,
     check_result_is_the_state_after_its_own_change,
     proposals_in_history,
     propose,
@@ -71,6 +72,12 @@ async def test_changes_in_order_each_land_after_the_ones_before(app: FleetApplic
 
 async def test_a_created_aggregate_is_updated_without_a_replay(app: FleetApplication) -> None:
     await check_a_created_aggregate_is_updated_without_a_replay(app)
+
+
+async def test_get_is_never_stale_after_another_application(
+    app: FleetApplication, other: FleetApplication
+) -> None:
+    await check_get_is_never_stale_after_another_writer(app, other)
 
 
 async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplication) -> None:

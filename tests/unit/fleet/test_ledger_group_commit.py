@@ -235,6 +235,27 @@ async def check_a_created_aggregate_is_updated_without_a_replay(app: FleetApplic
     assert not created
 
 
+async def check_get_is_never_stale_after_another_writer(
+    app: FleetApplication, other: FleetApplication
+) -> None:
+    store = ApplicationDeliberationStore(app)
+    d, _ = await store.create(new_deliberation())  # cached here, as created
+    assert (await store.get(d.id)).status.value == "PENDING"
+
+    def start_elsewhere() -> None:  # another process takes it
+        x = other.repository.get(d.id)
+        x.start()
+        other.save(x)
+
+    await asyncio.to_thread(start_elsewhere)
+    assert (await store.get(d.id)).status.value == "IN_PROGRESS"  # not the cached PENDING copy
+    # The writer's own view may lag (its next write is checked), and catches up on a write.
+    assert (await store.last_known(d.id)).version >= d.version
+    got = await store.update(d.id, start)
+    assert got.status.value == "IN_PROGRESS"
+    assert (await store.last_known(d.id)).version == got.version
+
+
 # ---------------------------------------------------------------------- on POPO
 
 
@@ -271,6 +292,11 @@ async def test_changes_in_order_each_land_after_the_ones_before() -> None:
 
 async def test_a_created_aggregate_is_updated_without_a_replay() -> None:
     await check_a_created_aggregate_is_updated_without_a_replay(popo())
+
+
+async def test_get_is_never_stale_after_another_writer() -> None:
+    app = popo()
+    await check_get_is_never_stale_after_another_writer(app, app)
 
 
 async def test_without_group_commit_changes_in_order_behave_the_same() -> None:
