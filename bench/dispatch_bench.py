@@ -140,6 +140,42 @@ def start_cache_projection(app: object, data_dir: Path) -> tuple[object, object,
     return runner, board, stop
 
 
+def where_it_goes(history: list[object], seen: datetime) -> dict[str, float]:
+    """One deliberation's overhead, step by step, from the times its events were applied.
+
+    An event's timestamp is taken when the dispatcher applies the command (just before the
+    write), so each step includes the writes before it. Agent phases count only what exceeds
+    their slowest call's own ``latency_ms``; the steps add up to about the overhead figure.
+    """
+
+    def at(e: object) -> float:
+        return e.timestamp.timestamp() * 1000  # type: ignore[attr-defined]
+
+    by: dict[type, list[object]] = {}
+    for e in history:
+        by.setdefault(type(e), []).append(e)
+    req = by.get(Deliberation.Requested, [])
+    start = by.get(Deliberation.Started, [])
+    props = [e for e in by.get(Deliberation.ProposalReceived, []) if e.round == 0]  # type: ignore[attr-defined]
+    rates = by.get(Deliberation.PeerRatingsReceived, [])
+    done = by.get(Deliberation.Completed, []) + by.get(Deliberation.Failed, [])
+    if not (req and start and props and done):
+        return {}
+    out: dict[str, float] = {}
+    out["requested → Started applied (feed, work queue, claim)"] = at(start[0]) - at(req[0])
+    slowest = max(e.latency_ms for e in props)  # type: ignore[attr-defined]
+    last_prop = max(at(e) for e in props)
+    out["round 0 beyond its slowest call (Ray, HTTP, writes)"] = last_prop - at(start[0]) - slowest
+    last = last_prop
+    if rates:
+        slowest = max(e.latency_ms for e in rates)  # type: ignore[attr-defined]
+        last = max(at(e) for e in rates)
+        out["ratings beyond their slowest call (read, Ray, writes)"] = last - last_prop - slowest
+    out["checks, scores → Completed applied"] = at(done[0]) - last
+    out["Completed applied → seen on the feed (its writes)"] = seen.timestamp() * 1000 - at(done[0])
+    return out
+
+
 def save_rate(app: object, n: int) -> float:
     """Raw event-store saves/s: one new single-event aggregate per save, sequential."""
     t0 = time.perf_counter()
@@ -183,6 +219,7 @@ async def run(args: argparse.Namespace) -> None:
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
             started: dict[uuid.UUID, float] = {}
             ended: dict[uuid.UUID, float] = {}
+            seen_at: dict[uuid.UUID, datetime] = {}
             failed: set[uuid.UUID] = set()
 
             async def batch(n: int, tag: str) -> tuple[list[uuid.UUID], float]:
@@ -201,6 +238,7 @@ async def run(args: argparse.Namespace) -> None:
                         if isinstance(e, Deliberation.Completed | Deliberation.Failed):
                             if e.originator_id in started and e.originator_id not in ended:
                                 ended[e.originator_id] = time.perf_counter()
+                                seen_at[e.originator_id] = datetime.now(tz=UTC)
                                 if isinstance(e, Deliberation.Failed):
                                     failed.add(e.originator_id)
                                 slots.release()
@@ -251,10 +289,13 @@ async def run(args: argparse.Namespace) -> None:
                     cached[status] = cached.get(status, 0) + 1
 
             overhead, strict, e2e, call_ms, calls, events = [], [], [], [], 0, 0
+            steps: dict[str, list[float]] = {}
             for d_id in ids:
                 props, rates = [], []
                 history = await store.history(d_id)
                 events += len(history)
+                for name, ms in where_it_goes(history, seen_at[d_id]).items():
+                    steps.setdefault(name, []).append(ms)
                 for e in history:
                     if isinstance(e, Deliberation.ProposalReceived) and e.round == 0:
                         props.append(e.latency_ms)
@@ -316,6 +357,12 @@ async def run(args: argparse.Namespace) -> None:
         f"{events / wall_cache:7.0f}/s = {events / wall_cache / raw:.2f} × the raw sequential "
         f"save rate ({events / n:.1f} events per deliberation)"
     )
+    if steps and not saturated:
+        print(
+            "  where the overhead goes (p50 / p99 of each step, from the events' own timestamps):"
+        )
+        for name, xs in steps.items():
+            print(f"    {name:54s} p50 {pct(xs, 50):7.1f} ms   p99 {pct(xs, 99):7.1f} ms")
     if groups:
         print(
             f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
