@@ -50,6 +50,9 @@ measured is Fleet's own cost, never model quality. Two figures, from two kinds o
   it also charges HTTP and the client to Fleet.
 
 The first ``--warmup`` deliberations (not counted) warm the actors, sessions and caches.
+
+(Over 400 lines on purpose: one script, so that what is measured, how, and how it is reported
+stay side by side and can be read in one go.)
 """
 
 from __future__ import annotations
