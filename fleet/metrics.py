@@ -12,7 +12,8 @@ Metric names:
 * ``fleet_agent_call_seconds{model}``: agent call latency (histogram, from ProposalReceived).
 * ``fleet_agent_tokens_total{model,kind}``: tokens, kind = completion | prompt.
 * ``fleet_agent_failures_total``: AgentFailed events.
-* ``fleet_store_write_seconds{op}``: event-store write latency, op = create | update
+* ``fleet_store_write_seconds{op}``: event-store write latency, op = create | update |
+  update_in_order
   (``ObservedStore``, wrapped around the store the API and dispatcher use).
 * ``fleet_projection_lag_events{projection}`` and ``fleet_stream_head``: read at scrape time.
 * ``fleet_dispatcher_active_deliberations``: the dispatcher's queue depth (its ``active``).
@@ -22,9 +23,10 @@ Metric names:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -157,6 +159,8 @@ class ObservedStore:
     Delegates everything to the store it wraps; the dispatcher and the API use it unchanged.
     Each deliberation it loads tells ``traces`` which trace it belongs to (the ``traceparent``
     recorded in its ``Requested``), and its writes join that trace (see ``fleet.telemetry``).
+    Every write method of ``dispatchers.ports.DeliberationStore`` is wrapped here: one that
+    fell through ``__getattr__`` would write untimed and outside the deliberation's trace.
     """
 
     def __init__(
@@ -171,31 +175,54 @@ class ObservedStore:
         self._traces.remember(str(deliberation_id), d.trace_context)
         return d
 
+    async def last_known(self, deliberation_id: UUID) -> Deliberation:
+        d: Deliberation = await self._inner.last_known(deliberation_id)
+        self._traces.remember(str(deliberation_id), d.trace_context)
+        return d
+
     async def create(self, deliberation: Deliberation) -> tuple[Deliberation, bool]:
         d_id = str(deliberation.id)
-        with logs.bind(d_id), span("store create", **{"fleet.deliberation_id": d_id}):
-            t0 = time.perf_counter()
-            try:
-                result: tuple[Deliberation, bool] = await self._inner.create(deliberation)
-                self._traces.remember(d_id, result[0].trace_context)
-                return result
-            finally:
-                if self._metrics is not None:
-                    self._metrics.store_seconds.labels("create").observe(time.perf_counter() - t0)
+        with self._observed("create", d_id, parent=""):
+            result: tuple[Deliberation, bool] = await self._inner.create(deliberation)
+            self._traces.remember(d_id, result[0].trace_context)
+            return result
 
     async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
         d_id = str(deliberation_id)
+        with self._observed("update", d_id, parent=await self._trace_of(deliberation_id)):
+            result: T = await self._inner.update(deliberation_id, change)
+            return result
+
+    async def update_in_order(
+        self, deliberation_id: UUID, changes: Sequence[Callable[[Deliberation], T]]
+    ) -> list[T]:
+        d_id = str(deliberation_id)
+        parent = await self._trace_of(deliberation_id)
+        with self._observed("update_in_order", d_id, parent=parent, changes=len(changes)):
+            results: list[T] = await self._inner.update_in_order(deliberation_id, changes)
+            return results
+
+    async def _trace_of(self, deliberation_id: UUID) -> str:
+        """The deliberation's recorded ``traceparent``; loaded first when tracing is on and this
+        process has not seen it yet (a restarted dispatcher): the write belongs in that trace."""
+        d_id = str(deliberation_id)
         if tracing_on() and not self._traces.knows(d_id):
-            await self.get(deliberation_id)  # learn its trace first: this write belongs in it
-        attrs = {"fleet.deliberation_id": d_id}
-        with logs.bind(d_id), span("store update", parent=self._traces.of(d_id), **attrs):
+            await self.last_known(deliberation_id)
+        return self._traces.of(d_id)
+
+    @contextlib.contextmanager
+    def _observed(self, op: str, d_id: str, *, parent: str, **attrs: Any) -> Iterator[None]:
+        """Logs bound to the deliberation, a ``store <op>`` span, and the write's latency."""
+        with (
+            logs.bind(d_id),
+            span(f"store {op}", parent=parent, **{"fleet.deliberation_id": d_id}, **attrs),
+        ):
             t0 = time.perf_counter()
             try:
-                result: T = await self._inner.update(deliberation_id, change)
-                return result
+                yield
             finally:
                 if self._metrics is not None:
-                    self._metrics.store_seconds.labels("update").observe(time.perf_counter() - t0)
+                    self._metrics.store_seconds.labels(op).observe(time.perf_counter() - t0)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -226,6 +226,7 @@ async def test_metrics_are_derived_from_the_stream(api: Api) -> None:
     assert 'fleet_agent_call_seconds_count{model="loadgen"}' in text
     assert 'fleet_agent_tokens_total{kind="completion",model="loadgen"}' in text
     assert 'fleet_store_write_seconds_count{op="update"}' in text
+    assert 'fleet_store_write_seconds_count{op="update_in_order"}' in text  # scores, Completed
     assert 'fleet_projection_lag_events{projection="' in text
     assert "fleet_dispatcher_active_deliberations" in text and "fleet_stream_head" in text
 
@@ -269,7 +270,7 @@ async def test_a_deliberation_is_one_trace_from_the_rpc_to_every_agent_call(
     ]
     names = {s.name for s in mine}
     assert {"rpc Deliberate", "store create", "store update", "agent run_turn"} <= names
-    assert {"agent review", "agent assess"} <= names
+    assert {"agent review", "agent assess", "store update_in_order"} <= names
     (rpc,) = [s for s in mine if s.name == "rpc Deliberate"]
     story = [(s.name, f"{s.context.trace_id:x}"[:8]) for s in mine]
     assert {s.context.trace_id for s in mine if s.name != "rpc GetDeliberationResult"} == {
@@ -277,5 +278,5 @@ async def test_a_deliberation_is_one_trace_from_the_rpc_to_every_agent_call(
     }, story
     by_id = {s.context.span_id: s for s in mine}
     for s in mine:
-        if s.name.startswith(("agent ", "store update")):
+        if s.name.startswith(("agent ", "store update")):  # update_in_order too
             assert s.parent is not None and by_id[s.parent.span_id] is rpc, s.name
