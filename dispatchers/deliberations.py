@@ -484,6 +484,11 @@ class DeliberationDispatcher:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def background_tasks(self) -> list[asyncio.Task[None]]:
+        """What must keep running for this dispatcher to work: following the feed and taking
+        claims. Either ending on its own is a failure the process should not outlive."""
+        return [t for t in (self._runner, self._claimer) if t is not None]
+
     async def shutdown(self) -> None:
         """Cancel every driver and hand claimed work back. Idempotent. Work resumes elsewhere
         (or on the next start): what is outstanding is in the events."""
@@ -511,8 +516,9 @@ class DeliberationDispatcher:
     ) -> None:
         if self._runner is not None:
             self._runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
+            # Not re-raised: a runner that failed on its own was reported (``background_tasks``)
+            # and stopping must still release the claims below.
+            await asyncio.gather(self._runner, return_exceptions=True)
         await self.shutdown()
 
 

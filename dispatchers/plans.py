@@ -233,6 +233,10 @@ class PlanDispatcher:
         except InvalidDeliberationError:
             log.exception("plan %s: cannot request its deliberations", plan_id)
 
+    def background_tasks(self) -> list[asyncio.Task[None]]:
+        """Following the feed: if it ends on its own, approved plans start nothing."""
+        return [self._runner] if self._runner is not None else []
+
     async def __aenter__(self) -> PlanDispatcher:
         self._runner = asyncio.create_task(self.run(), name="plan-dispatcher")
         return self

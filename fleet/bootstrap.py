@@ -93,6 +93,8 @@ class FleetNode:
         self.hub: WatchHub | None = None
         self.traces = TraceContexts()
         """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
+        self._watched: dict[str, Any] = {}
+        """Parts whose ``background_tasks()`` must run as long as the node does (``failure``)."""
 
     async def _stage(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         t0 = time.perf_counter()
@@ -141,6 +143,10 @@ class FleetNode:
                 dispatcher = parts.dispatcher
                 self.servers["dispatcher"] = dispatcher
                 self.servers["plans"] = parts.plans
+                self.watch("dispatcher", dispatcher)
+                self.watch("plan dispatcher", parts.plans)
+                if parts.plan_consumer is not None:
+                    self.watch("plan approvals", parts.plan_consumer)
                 if self.metrics is not None:
                     self.metrics.track_dispatcher(dispatcher)
             if "api" in runs:
@@ -284,6 +290,7 @@ class FleetNode:
         head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
         self.hub = WatchHub(ApplicationEventFeed(app), self.store.history, after=head)
         await self._stack.enter_async_context(self.hub)
+        self.watch("event watch hub", self.hub)
         if s.metrics_port:
             self.metrics = FleetMetrics()
             self.metrics.track_projections(app.recorder.max_notification_id, self.runners)
@@ -329,6 +336,34 @@ class FleetNode:
     async def stop(self) -> None:
         """Stop everything started so far, newest first. Idempotent."""
         await self._stack.aclose()
+
+    def watch(self, name: str, part: Any) -> None:
+        """Count ``part`` (anything with ``background_tasks()``) among those ``failure`` checks."""
+        self._watched[name] = part
+
+    def failure(self) -> str | None:
+        """Why the node no longer works, if a part that should run as long as it does stopped
+        on its own (the dispatcher's feed failed for good, say); None while all is well.
+
+        A part that died quietly would leave a process that looks up and does nothing: better
+        to exit and be restarted (the next start resumes from the events). Projections are not
+        watched here: one stopped by an error shows it in ``fleet projections status`` and can
+        be rebuilt while the API keeps serving.
+        """
+        for name, part in self._watched.items():
+            for task in part.background_tasks():
+                if task.done() and not task.cancelled():
+                    error = task.exception()
+                    return f"{name} stopped: {error!r}" if error else f"{name} stopped"
+        return None
+
+    async def wait_failed(self, poll_s: float = 1.0) -> str:
+        """Return ``failure()`` once there is one (polled: parts come and go as they start)."""
+        while True:  # polled, not an Event: the parts are tasks of their own, not ours to wrap
+            reason = self.failure()
+            if reason is not None:
+                return reason
+            await asyncio.sleep(poll_s)
 
     async def wait_projected(self, timeout: float = 30.0) -> None:
         """Block until every projection has applied the stream's current head."""

@@ -161,6 +161,10 @@ class PlanApprovalConsumer:
         if self._owns and not self._nc.is_closed:
             await self._nc.close()
 
+    def background_tasks(self) -> list[asyncio.Task[None]]:
+        """Consuming approvals: if it ends on its own, approvals wait unread."""
+        return [self._runner] if self._runner is not None else []
+
     async def __aenter__(self) -> PlanApprovalConsumer:
         self._runner = asyncio.create_task(self.run(), name="plan-approvals")
         return self

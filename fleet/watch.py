@@ -78,6 +78,10 @@ class WatchHub:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="watch-hub")
 
+    def background_tasks(self) -> list[asyncio.Task[None]]:
+        """Routing the feed: if it ends, every watcher and metric stops moving."""
+        return [self._task] if self._task is not None else []
+
     async def _run(self) -> None:
         try:
             async for item in self._feed.follow(after=self._after):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 from typing import Any
 
 from rich.table import Table
 
-from fleet.cli._common import console, settings
+from fleet.cli._common import CliError, console, settings
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -40,8 +43,6 @@ def register(sub: Any) -> None:
 
 
 async def cmd_up(args: argparse.Namespace) -> None:
-    import logging
-
     from fleet import logs
     from fleet.bootstrap import FleetNode
     from fleet.config import parse_components
@@ -68,14 +69,32 @@ async def cmd_up(args: argparse.Namespace) -> None:
     # Again: ray.init installs its own fatal-signal handler (it aborts the process on SIGTERM),
     # which would skip the clean stop below.
     on_signals()
+    failure: str | None = None
     try:
         print_endpoints(node)
         console.print("[green]Fleet is up.[/] Ctrl-C stops it; the next start resumes.")
-        await stop.wait()
+        failure = await _until_stopped_or_failed(stop, node)
     finally:
         with console.status("stopping Fleet…"):
             await node.stop()
+    if failure is not None:
+        # Non-zero, so a supervisor (systemd, Kubernetes) restarts it; the events hold the work.
+        raise CliError(f"Fleet stopped because a part failed: {failure}", code=1)
     console.print("stopped.")
+
+
+async def _until_stopped_or_failed(stop: asyncio.Event, node: Any) -> str | None:
+    """Wait for a signal (None) or for a part of the node to fail (its reason)."""
+    stopped = asyncio.create_task(stop.wait())
+    failed = asyncio.create_task(node.wait_failed())
+    done, pending = await asyncio.wait({stopped, failed}, return_when=asyncio.FIRST_COMPLETED)
+    for t in pending:
+        t.cancel()
+    if failed in done:
+        reason: str = failed.result()
+        log.error("%s", reason)
+        return reason
+    return None
 
 
 async def cmd_demo(args: argparse.Namespace) -> None:
