@@ -39,7 +39,7 @@ class _Crossing(Generic[T]):
 
     def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
         self.coro = coro
-        self.task: asyncio.Task[T] | None = None
+        self.task: asyncio.Task[None] | None = None
 
     def abandoned(self) -> bool:
         """The caller gave up before the coroutine started."""
@@ -55,18 +55,22 @@ class _Crossing(Generic[T]):
         if self.abandoned():
             self.coro.close()
             return
-        self.task = loop.create_task(self.coro)
-        self.task.add_done_callback(self.finish)
+        self.task = loop.create_task(self._settled())
 
-    def finish(self, task: asyncio.Task[T]) -> None:  # on the loop thread
-        if task.cancelled():
+    async def _settled(self) -> None:  # on the loop thread
+        """Run the coroutine and hand its outcome back from its own last step: a done-callback
+        would run one loop iteration later, and on a single-event save each iteration shows."""
+        try:
+            result = await self.coro
+        except asyncio.CancelledError:
             self.fail(ProgrammingError("LoopThread closed while the operation was running"))
-            return
-        error = task.exception()
-        if error is None:
-            self.succeed(task.result())
+            raise
+        except BaseException as e:  # handed to the caller, who raises it
+            self.fail(e)
+            if not isinstance(e, Exception):
+                raise  # KeyboardInterrupt, SystemExit: the loop must see them too
         else:
-            self.fail(error)
+            self.succeed(result)
 
     def cancel(self) -> None:  # on the loop thread
         if self.task is not None:
