@@ -1,8 +1,9 @@
 """An endpoint that never answers: the deliberation ends TIMEOUT on its recorded deadline (not
 FAILED), keeps the answers that arrived before it, and names the agents that were missing.
 
-Real nats-server, Valkey, LadybugDB and Ray; the LLM endpoint is the load generator, told to hang
-for two of the three agents (it cannot claim correctness, only behave as a stuck server does).
+Real nats-server, Valkey, LadybugDB, and Ray actors or NATS workers; the LLM endpoint is the
+load generator, told to hang for two of the three agents (it cannot claim correctness, only
+behave as a stuck server does).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 pytestmark = pytest.mark.timeout(180)
 
 
+@pytest.mark.parametrize("backend", ["ray", "nats"])
 async def test_a_hanging_endpoint_times_out_with_partial_results(
-    tmp_path: Path, ray_session: None
+    tmp_path: Path, ray_session: None, backend: str
 ) -> None:
     async with LoadGenServer("hang", modes_by_user={"dev-agent-1": "instant"}) as endpoint:
         settings = Settings(
@@ -33,6 +35,7 @@ async def test_a_hanging_endpoint_times_out_with_partial_results(
             vllm_url=endpoint.url,
             vllm_model="loadgen",
             agent_call_timeout=60.0,  # longer than the deadline: the deadline must win
+            agent_backend=backend,  # Ray actors, or fleet up's own NATS workers
         )
         async with FleetNode(settings) as node, FleetClient(node.endpoints.grpc) as client:
             t0 = time.monotonic()
