@@ -77,14 +77,7 @@ __all__ = ["CHECKPOINT_THRESHOLD", "IDLE_CHECKPOINT_BYTES", "SCHEMA", "LadybugGr
 log = logging.getLogger(__name__)
 
 CHECKPOINT_THRESHOLD = 64 * 1024 * 1024
-"""Log bytes past which the engine checkpoints on its own during a catch-up (its default is
-16 MiB): a catch-up writes the log fast and folds it once, when its backlog is applied."""
-
-LIVE_CHECKPOINT_THRESHOLD = 4 * 1024 * 1024
-"""The same once the projection is live (from its first ``checkpoint``): a stream with no quiet
-spell still has its log folded every few MiB, a stall of ~0.1-0.3 s, rather than commits that
-slow down with a growing log until one 2-3 s checkpoint at 64 MiB (measured over 150 s at a
-steady 500 events/s: p99 lag 2.4 s with 64 MiB, 0.8 s with 4 MiB)."""
+"""Log bytes past which the engine checkpoints on its own (its default is 16 MiB)."""
 
 IDLE_CHECKPOINT_BYTES = 4 * 1024 * 1024
 """Log bytes from which ``checkpoint`` (the runner's quiet-time call) folds the log."""
@@ -127,9 +120,7 @@ class LadybugGraph(DecisionGraph):
     Args:
         path: the database path (LadybugDB creates it; its parent must exist).
         query_timeout_s: default time limit of a read query.
-        checkpoint_threshold: log bytes past which the engine checkpoints during a commit,
-            until the first ``checkpoint`` (the catch-up is applied).
-        live_checkpoint_threshold: the same from then on.
+        checkpoint_threshold: log bytes past which the engine checkpoints during a commit.
         idle_checkpoint_bytes: log bytes below which ``checkpoint`` leaves the log alone.
     """
 
@@ -139,13 +130,9 @@ class LadybugGraph(DecisionGraph):
         *,
         query_timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
         checkpoint_threshold: int = CHECKPOINT_THRESHOLD,
-        live_checkpoint_threshold: int = LIVE_CHECKPOINT_THRESHOLD,
         idle_checkpoint_bytes: int = IDLE_CHECKPOINT_BYTES,
     ) -> None:
         self.path = Path(path)
-        self.checkpoint_threshold = checkpoint_threshold
-        self.live_checkpoint_threshold = live_checkpoint_threshold
-        self._live = False
         self.idle_checkpoint_bytes = idle_checkpoint_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.query_timeout_s = query_timeout_s
@@ -155,11 +142,8 @@ class LadybugGraph(DecisionGraph):
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._closed = False
-        self._set_threshold(checkpoint_threshold)
+        self._write.execute(f"CALL checkpoint_threshold={int(checkpoint_threshold)}")
         self.ensure_schema()
-
-    def _set_threshold(self, log_bytes: int) -> None:  # under the write lock, or in __init__
-        self._write.execute(f"CALL checkpoint_threshold={int(log_bytes)}")
 
     def ensure_schema(self) -> None:
         with self._write_lock:
@@ -215,14 +199,7 @@ class LadybugGraph(DecisionGraph):
             return 0
 
     def checkpoint(self) -> None:
-        """Fold the log into the database file once it holds ``idle_checkpoint_bytes``.
-
-        The first call (the catch-up is applied) also switches the engine to the live threshold.
-        """
-        if not self._live:
-            with self._write_lock:
-                self._set_threshold(self.live_checkpoint_threshold)
-                self._live = True
+        """Fold the log into the database file once it holds ``idle_checkpoint_bytes``."""
         if self.log_bytes() < max(1, self.idle_checkpoint_bytes):
             return
         with self._write_lock:
@@ -239,9 +216,6 @@ class LadybugGraph(DecisionGraph):
             self._write.execute(
                 "MATCH (x:Projection {name: $name}) SET x.position = 0", {"name": name}
             )
-        with self._write_lock:  # a rebuild follows: a catch-up again
-            self._set_threshold(self.checkpoint_threshold)
-            self._live = False
 
     def query(
         self,
