@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/eventstore_bench.py [--seconds 1.5]
 
-The single-event figure, the one nearest its target and the most exposed to a noisy machine, is
-measured over ``4 × --seconds`` in six alternating slices of raw publishing and saving.
+The write figures, the nearest their targets and the most exposed to a noisy machine, are measured
+over ``4 × --seconds`` each, in six rounds of raw publishing, one writer and 16 writers in turn.
 
 Starts its own private nats-server (file storage, loopback), so it never touches a server the
 machine runs. Every figure goes through the real path (eventsourcing Application or recorder on
@@ -70,17 +70,15 @@ def _per_call(fn: Callable[[], None], seconds: float) -> float:
     return samples[len(samples) // 2]
 
 
-def interleaved(
-    a: Callable[[float], float], b: Callable[[float], float], seconds: float, slices: int = 6
-) -> tuple[float, float]:
-    """Rates of ``a`` and ``b`` (each a ``rate(seconds)``), measured in alternating slices of
-    ``seconds / slices``: a burst of load from elsewhere on the machine then lands on both
-    alike instead of on whichever ran during it, and the ratio stops swinging with it."""
-    ra, rb = [], []
+def interleaved(*rates: Callable[[float], float], seconds: float, slices: int = 6) -> list[float]:
+    """Each of ``rates`` (a ``rate(seconds)``), measured in turn in ``slices`` rounds of
+    ``seconds / slices`` each: a burst of load from elsewhere on the machine then lands on all
+    alike instead of on whichever ran during it, and the ratios stop swinging with it."""
+    sums = [0.0] * len(rates)
     for _ in range(slices):
-        ra.append(a(seconds / slices))
-        rb.append(b(seconds / slices))
-    return sum(ra) / slices, sum(rb) / slices
+        for i, rate in enumerate(rates):
+            sums[i] += rate(seconds / slices)
+    return [total / slices for total in sums]
 
 
 # ---------------------------------------------------------------------- raw nats-py ceilings
@@ -172,9 +170,15 @@ def single_writer(app: Application[Any]) -> Callable[[float], float]:
     return lambda seconds: _rate(save, seconds)
 
 
-def concurrent_writers(app: Application[Any], writers: int, seconds: float) -> float:
+def concurrent_writers(app: Application[Any], writers: int) -> Callable[[float], float]:
+    """``rate(seconds)``: saves per second of ``writers`` threads, each on its own aggregate."""
     counters = [Counter() for _ in range(writers)]
     app.save(*counters)
+    return lambda seconds: _concurrent_rate(app, counters, seconds)
+
+
+def _concurrent_rate(app: Application[Any], counters: list[Counter], seconds: float) -> float:
+    writers = len(counters)
     counts = [0] * writers
     barrier = threading.Barrier(writers + 1)
     stop = threading.Event()
@@ -243,7 +247,9 @@ def main() -> None:
         try:
             raw = RawPublisher(server.url, "RAWPUB")
             try:
-                raw_pub, one = interleaved(raw.rate, single_writer(app), 4 * secs)
+                raw_pub, one, many = interleaved(
+                    raw.rate, single_writer(app), concurrent_writers(app, 16), seconds=4 * secs
+                )
             finally:
                 raw.close()
             row(
@@ -254,7 +260,6 @@ def main() -> None:
                 ">= 0.50",
                 one / raw_pub >= 0.5,
             )
-            many = concurrent_writers(app, 16, secs)
             row(
                 "16 writers, saves/s",
                 f"{many:,.0f}",

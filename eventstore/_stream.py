@@ -36,6 +36,7 @@ import asyncio
 import base64
 import json
 import logging
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -119,6 +120,17 @@ class _Last:
     seq: int
 
 
+class _Known:
+    """What the logs of one store know about the stream, shared by every connection's log
+    (the loop thread's and each writing thread's own): each subject's last (position, seq)
+    and the highest sequence seen. Thread-safe."""
+
+    def __init__(self) -> None:
+        self.last: OrderedDict[str, _Last] = OrderedDict()
+        self.high_water = 0
+        self.lock = threading.Lock()
+
+
 def _stream_sequence(msg: Msg) -> int:
     """A delivered message's stream sequence, read from its reply subject.
 
@@ -151,29 +163,33 @@ class JetStreamLog:
     Construct with ``await JetStreamLog.open(settings)``; use only on the loop it was opened on.
     """
 
-    def __init__(self, nc: NATS, settings: StreamSettings) -> None:
+    def __init__(self, nc: NATS, settings: StreamSettings, known: _Known | None = None) -> None:
         self.nc = nc
         self.settings = settings
-        self._last: OrderedDict[str, _Last] = OrderedDict()
-        # Highest stream sequence this process has seen. With R>1, a direct get may be answered
-        # by a lagging replica; "min_last_seq" makes only an up-to-date one answer, which gives
-        # read-your-writes without routing every read to the leader.
-        self._high_water = 0
+        self._known = known or _Known()
+        self._last = self._known.last  # the same object: never rebound
         self._direct = f"$JS.API.DIRECT.GET.{settings.stream}"
         self._leader_reads = settings.replicas > 1
         self.consumer_read_min = _CONSUMER_READ_MIN
         """Pages of at least this many rows are read through a consumer (see read())."""
 
+    @property
+    def _high_water(self) -> int:
+        """Highest stream sequence this process has seen. With R>1, a direct get may be answered
+        by a lagging replica; "min_last_seq" makes only an up-to-date one answer, which gives
+        read-your-writes without routing every read to the leader."""
+        return self._known.high_water
+
     # ------------------------------------------------------------------ set-up
-    @classmethod
-    async def open(cls, settings: StreamSettings) -> JetStreamLog:
-        """Connect, refuse servers older than 2.12, and create or verify the stream."""
+    @staticmethod
+    async def connect(settings: StreamSettings, name: str) -> NATS:
+        """A connection as every log of the store makes it."""
 
         async def on_error(e: Exception) -> None:
             # nats.py's default prints a traceback per failed reconnect attempt.
             _log.warning("NATS %s: %r", settings.url, e)
 
-        nc = await nats.connect(
+        return await nats.connect(
             settings.url,
             connect_timeout=settings.timeout,
             allow_reconnect=True,
@@ -184,8 +200,19 @@ class JetStreamLog:
             # was told it timed out.
             pending_size=0,
             error_cb=on_error,
-            name=f"eventstore:{settings.stream}",
+            name=name,
         )
+
+    async def sibling(self, name: str) -> JetStreamLog:
+        """Another log of the same stream on a connection of its own, on the running loop,
+        sharing what this one knows (for a thread that writes on its own loop)."""
+        nc = await self.connect(self.settings, name)
+        return JetStreamLog(nc, self.settings, self._known)
+
+    @classmethod
+    async def open(cls, settings: StreamSettings) -> JetStreamLog:
+        """Connect, refuse servers older than 2.12, and create or verify the stream."""
+        nc = await cls.connect(settings, f"eventstore:{settings.stream}")
         try:
             version = nc.connected_server_version
             if (version.major, version.minor) < MIN_SERVER:
@@ -480,31 +507,36 @@ class JetStreamLog:
         return Row(self._seen(int(m["seq"])), base64.b64decode(m.get("data") or ""), m["subject"])
 
     def _seen(self, seq: int) -> int:
-        self._high_water = max(self._high_water, seq)
+        known = self._known
+        if seq > known.high_water:
+            with known.lock:
+                known.high_water = max(known.high_water, seq)
         return seq
 
     def _remember(self, subject: str, position: int, seq: int) -> None:
         """Cache a subject's last (position, seq); never move it backwards."""
-        last = self._last.get(subject)
-        if last is None or seq > last.seq:
-            self._last[subject] = _Last(position, seq)
-        self._last.move_to_end(subject)
-        while len(self._last) > _CACHE_SIZE:
-            self._last.popitem(last=False)
+        with self._known.lock:
+            last = self._last.get(subject)
+            if last is None or seq > last.seq:
+                self._last[subject] = _Last(position, seq)
+            self._last.move_to_end(subject)
+            while len(self._last) > _CACHE_SIZE:
+                self._last.popitem(last=False)
 
     def _remember_row(self, subject: str, row: Row) -> None:
         try:
             self._remember(subject, position(row.payload), row.seq)
         except DataError:
             # Not ours to decode: the recorder names it (sequence and subject) to its caller.
-            self._last.pop(subject, None)
+            self.forget(subject)
 
     def forget(self, subject: str) -> None:
-        self._last.pop(subject, None)
+        with self._known.lock:
+            self._last.pop(subject, None)
 
     async def last_on_subject(self, subject: str) -> Row | None:
         """The last message on one (non-wildcard) subject; refreshes the cache for it."""
-        self._last.pop(subject, None)
+        self.forget(subject)
         found = await self.last(subject)
         if found is not None:
             self._remember_row(subject, found)

@@ -128,11 +128,14 @@ def test_batches_of_one_aggregate_land_in_order_and_stop_at_a_failure(
 
 @pytest.mark.parametrize("land", [True, False], ids=["landed", "never-sent"])
 def test_a_lost_ack_in_one_batch_is_resolved_without_a_duplicate(
-    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder, land: bool
+    factory: JetStreamFactory,
+    recorder: JetStreamApplicationRecorder,
+    land: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, b = uuid.uuid4(), uuid.uuid4()
     recorder.insert_events([_event(a, 1)])
-    seen = _lose_next_ack(factory, land=land)
+    seen = _lose_next_ack(factory, monkeypatch, land=land)
     results = recorder.insert_events_each([[_event(a, 2)], [_event(b, 1)]])
     assert seen["lost"] == 1
     assert all(isinstance(r, list) for r in results)

@@ -24,6 +24,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     Tracking,
 )
+from nats.aio.client import Client as NatsClient
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from eventstore._codec import decode
@@ -31,9 +32,15 @@ from eventstore.jetstream import JetStreamFactory, OutcomeUnknownError
 from fleet.embedded.nats import NatsServer
 
 
-@pytest.fixture
-def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
-    f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"})
+@pytest.fixture(params=["own", "crossing"])
+def factory(
+    nats_url: str, nats_stream: str, request: pytest.FixtureRequest
+) -> Iterator[JetStreamFactory]:
+    """Writes from this (lone) thread on a connection of its own, or crossing to the loop thread:
+    both must resolve a lost acknowledgement the same way."""
+    own = "yes" if request.param == "own" else "no"
+    env = {"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"}
+    f = JetStreamFactory({**env, "NATS_OWN_CONNECTIONS": own})
     yield f
     f.close()
 
@@ -45,25 +52,31 @@ def _event(oid: uuid.UUID, version: int) -> StoredEvent:
 
 
 def _lose_next_ack(
-    factory: JetStreamFactory, *, before: Callable[[], Any] | None = None, land: bool = True
+    factory: JetStreamFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    before: Callable[[], Any] | None = None,
+    land: bool = True,
 ) -> dict[str, int]:
-    """The next write request to the stream's subjects gets no reply (after landing, or not)."""
-    log = factory.connection.log
-    real = log.nc.request
+    """The next write request to the stream's subjects gets no reply (after landing, or not),
+    on whichever connection makes it (the loop thread's, or the writing thread's own)."""
+    real = NatsClient.request
     prefix = factory.connection.settings.prefix + "."
     seen = {"lost": 0}
 
-    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+    async def request(
+        nc: NatsClient, subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any
+    ) -> Any:
         if subject.startswith(prefix) and not seen["lost"]:
             seen["lost"] += 1
             if before is not None:
                 await asyncio.to_thread(before)
             if land:
-                await real(subject, payload, timeout, **kw)
+                await real(nc, subject, payload, timeout, **kw)
             raise NatsTimeoutError
-        return await real(subject, payload, timeout, **kw)
+        return await real(nc, subject, payload, timeout, **kw)
 
-    log.nc.request = request  # type: ignore[method-assign]
+    monkeypatch.setattr(NatsClient, "request", request)
     return seen
 
 
@@ -74,21 +87,25 @@ def _versions(factory: JetStreamFactory, oid: uuid.UUID) -> list[int]:
 
 
 @pytest.mark.parametrize("land", [True, False], ids=["landed", "never-sent"])
-def test_lost_ack_on_a_single_event_is_resolved(factory: JetStreamFactory, land: bool) -> None:
+def test_lost_ack_on_a_single_event_is_resolved(
+    factory: JetStreamFactory, land: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorder = factory.application_recorder()
     oid = uuid.uuid4()
     recorder.insert_events([_event(oid, 1)])
-    seen = _lose_next_ack(factory, land=land)
+    seen = _lose_next_ack(factory, monkeypatch, land=land)
     ids = recorder.insert_events([_event(oid, 2)])
     assert seen["lost"] == 1
     assert _versions(factory, oid) == [1, 2]  # stored exactly once
     assert ids == [recorder.max_notification_id()]
 
 
-def test_lost_ack_on_an_atomic_batch_is_resolved(factory: JetStreamFactory) -> None:
+def test_lost_ack_on_an_atomic_batch_is_resolved(
+    factory: JetStreamFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recorder = factory.process_recorder()
     a, b = uuid.uuid4(), uuid.uuid4()
-    _lose_next_ack(factory, land=True)
+    _lose_next_ack(factory, monkeypatch, land=True)
     ids = recorder.insert_events(
         [_event(a, 1), _event(a, 2), _event(b, 1)], tracking=Tracking("up", 7)
     )
@@ -99,7 +116,7 @@ def test_lost_ack_on_an_atomic_batch_is_resolved(factory: JetStreamFactory) -> N
 
 
 def test_lost_ack_when_another_writer_won_is_an_integrity_error(
-    factory: JetStreamFactory, nats_url: str
+    factory: JetStreamFactory, nats_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorder = factory.application_recorder()
     oid = uuid.uuid4()
@@ -110,6 +127,7 @@ def test_lost_ack_when_another_writer_won_is_an_integrity_error(
         theirs = _event(oid, 2)
         _lose_next_ack(
             factory,
+            monkeypatch,
             before=lambda: other.application_recorder().insert_events([theirs]),
             land=True,  # ours is sent after theirs landed: the server refuses it
         )
