@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,13 +20,6 @@ from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from tests.integration.eventstore.test_readback import _lose_next_ack
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
-    f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"})
-    yield f
-    f.close()
 
 
 @pytest.fixture

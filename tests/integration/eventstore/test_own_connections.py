@@ -9,32 +9,14 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from eventsourcing.persistence import StoredEvent
 
-from eventstore._codec import decode
 from eventstore.jetstream import JetStreamFactory
 from fleet.embedded.nats import NatsServer
+from tests.integration.eventstore.test_insert_each import _event, _versions
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
-    f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"})
-    yield f
-    f.close()
-
-
-def _event(oid: uuid.UUID, version: int) -> StoredEvent:
-    return StoredEvent(originator_id=oid, originator_version=version, topic="t", state=b"{}")
-
-
-def _versions(factory: JetStreamFactory, oid: uuid.UUID) -> list[int]:
-    c = factory.connection
-    return [decode(r.payload)[1] for r in c.call(c.log.read(c.subject("e", oid)), "read")]
 
 
 def _own_connections(factory: JetStreamFactory) -> int:
