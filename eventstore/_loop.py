@@ -403,6 +403,20 @@ class CallerLoops(Generic[R]):
         self._closed = True
         with self._lock:
             owns, self._all = self._all, []
+        if not owns:
+            return
+        if asyncio._get_running_loop() is None:
+            self._release(owns, timeout)
+            return
+        # Closed from a running event loop (an async application's shutdown): another loop
+        # cannot run on this thread, so a helper thread runs the teardowns.
+        helper = threading.Thread(
+            target=self._release, args=(owns, timeout), name="eventstore-close", daemon=True
+        )
+        helper.start()
+        helper.join(timeout * 2)
+
+    def _release(self, owns: list[_Own[R]], timeout: float) -> None:
         for own in owns:
             if not own.busy.acquire(timeout=timeout):
                 _log.warning("an event-store write still running at close: left to finish")

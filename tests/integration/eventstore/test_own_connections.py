@@ -9,6 +9,7 @@ import asyncio
 import threading
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -102,3 +103,23 @@ def test_close_releases_every_threads_connection(nats_url: str, nats_stream: str
     assert len(made) == 3
     factory.close()
     assert all(nc.is_closed for nc in made)
+
+
+def test_closed_from_a_running_event_loop_it_still_releases_them(
+    nats_url: str, nats_stream: str
+) -> None:
+    # An async application (fleet up) closes its store on its event loop, where no other loop
+    # can run: the connections that worker threads made must be closed all the same.
+    factory = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream})
+    recorder = factory.application_recorder()
+
+    async def main() -> list[Any]:
+        await asyncio.to_thread(recorder.insert_events, [_event(uuid.uuid4(), 1)])
+        own = factory.connection._own
+        assert own is not None
+        made = [o.resource.nc for o in own._all]
+        factory.close()  # on this loop's thread
+        return made
+
+    made = asyncio.run(main())
+    assert len(made) == 1 and made[0].is_closed
