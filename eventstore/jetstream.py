@@ -35,11 +35,13 @@ the wire protocol itself lives in ``_stream.py``.)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
@@ -62,7 +64,7 @@ from eventsourcing.utils import Environment, EnvType, resolve_topic
 
 from eventstore._codec import decode, encode, subject_token, topic
 from eventstore._errors import OutcomeUnknownError, translate
-from eventstore._loop import CallerLoops, LoopThread
+from eventstore._loop import CallerLoops, LoopThread, RunningLoops
 from eventstore._stream import MAX_BATCH, JetStreamLog, Row, StreamSettings, Write
 
 __all__ = [
@@ -88,9 +90,10 @@ class JetStreamConnection:
     """The loop thread and the stream log one factory's recorders share.
 
     Every recorder call is one crossing into the loop thread, except a write from a thread that
-    runs no event loop, which runs on that thread's own connection (``write``; off with
-    ``own_connections=False``). Every NATS error is translated here, once, into the PEP 249
-    hierarchy.
+    runs no event loop, which runs on that thread's own connection (``write``), and the async
+    extensions (``awrite``, ``loop_log``), which run on a connection of the calling loop's own
+    (both off with ``own_connections=False``). Every NATS error is translated here, once, into
+    the PEP 249 hierarchy.
     """
 
     def __init__(self, settings: StreamSettings, *, own_connections: bool = True) -> None:
@@ -106,6 +109,11 @@ class JetStreamConnection:
         name = f"eventstore:{settings.stream}:writer"
         self._own: CallerLoops[JetStreamLog] | None = (
             CallerLoops(lambda: self.log.sibling(name), JetStreamLog.close)
+            if own_connections
+            else None
+        )
+        self._loops: RunningLoops[JetStreamLog] | None = (
+            RunningLoops(lambda: self.log.sibling(f"{name}:loop"), JetStreamLog.close)
             if own_connections
             else None
         )
@@ -141,6 +149,34 @@ class JetStreamConnection:
         finally:
             with self._writing_lock:
                 self._writing -= 1
+
+    async def loop_log(self) -> JetStreamLog | None:
+        """The calling loop's own log (a connection made on this loop on first use), or None
+        when the store runs without own connections (the caller crosses instead)."""
+        if self._loops is None:
+            return None
+        try:
+            return await self._loops.get()
+        except Exception as e:
+            raise translate(e, url=self.settings.url, where="connect") from e
+
+    async def awrite(self, op: Callable[[JetStreamLog], Coroutine[Any, Any, T]], where: str) -> T:
+        """``write`` for a coroutine: ``op(log)`` on the calling loop's own connection, awaited
+        here, no thread involved; crossing into the loop thread only without own connections.
+
+        A crossing is two thread wake-ups per write (caller → loop thread → caller), each one
+        a GIL hand-off that waits behind the other threads of a busy process (projection
+        runners, Ray's): on the dispatcher's writes that was most of a write's latency.
+        """
+        log = await self.loop_log()
+        if log is None:
+            return await self.acall(op(self.log), where)
+        try:
+            return await asyncio.wait_for(op(log), self.settings.timeout * 10)
+        except ProgrammingError:
+            raise
+        except Exception as e:
+            raise translate(e, url=self.settings.url, where=where) from e
 
     def call(self, coro: Coroutine[Any, Any, T], where: str) -> T:
         # The inner NATS requests carry their own timeouts; this outer one only bounds a call
@@ -178,6 +214,8 @@ class JetStreamConnection:
                 time.sleep(0.05)
 
     def close(self) -> None:
+        if self._loops is not None:
+            self._loops.close()
         if self._own is not None:
             self._own.close(timeout=self.settings.timeout)
         if not self.loop.in_loop_thread():
@@ -274,7 +312,7 @@ class JetStreamAggregateRecorder(AggregateRecorder):
     ) -> list[Sequence[int] | PersistenceError]:
         """Insert several independent batches in one crossing; see ``insert_events_each_async``."""
         c = self.connection
-        return c.call(self._insert_each(batches), "independent inserts")
+        return c.call(self._insert_each(batches, c.log), "independent inserts")
 
     async def insert_events_each_async(
         self, batches: Sequence[Sequence[StoredEvent]]
@@ -287,13 +325,14 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         once, and batches of the same aggregate land in order (a later one is not sent when an
         earlier one failed). For each batch: its notification ids, or the error ``insert_events``
         would have raised (IntegrityError on a conflict). Lost acknowledgements are resolved as
-        in ``insert_events``: never a duplicate. Awaited on the caller's loop: no thread blocks.
+        in ``insert_events``: never a duplicate. Runs on the calling loop's own connection (see
+        ``JetStreamConnection.awrite``): no thread is involved.
         """
         c = self.connection
-        return await c.acall(self._insert_each(batches), "independent inserts")
+        return await c.awrite(lambda log: self._insert_each(batches, log), "independent inserts")
 
     async def _insert_each(
-        self, batches: Sequence[Sequence[StoredEvent]]
+        self, batches: Sequence[Sequence[StoredEvent]], log: JetStreamLog
     ) -> list[Sequence[int] | PersistenceError]:
         c = self.connection
         out: list[Sequence[int] | PersistenceError | None] = []
@@ -309,7 +348,7 @@ class JetStreamAggregateRecorder(AggregateRecorder):
                 out.append(None)
             else:
                 out.append([])
-        results = iter(await c.log.append_each(units, optimistic=self._optimistic))
+        results = iter(await log.append_each(units, optimistic=self._optimistic))
         unit_iter = iter(units)
         for i, slot in enumerate(out):
             if slot is not None:
@@ -338,13 +377,15 @@ class JetStreamAggregateRecorder(AggregateRecorder):
             # The latest snapshot (or event): one direct get by subject.
             last = c.read(lambda: c.log.last_on_subject(subject), f"last of {subject}")
             return [] if last is None else [_stored(last)]
-        # Versions increase along a subject, so stream order is version order; the bounds are
-        # applied here (an aggregate is short; there is no server-side index on versions).
-        rows = c.read(lambda: c.log.read_subject(subject), f"read {subject}")
-        events = [_stored(row) for row in rows]
+        # Versions increase along a subject, so stream order is version order. There is no
+        # server-side index on versions: the log starts near the first version above ``gt`` (a
+        # load from a snapshot reads what follows it) and skips rows at or below ``gt`` by their
+        # head before they are decoded; the other bounds are applied here.
+        after = max(gt or 0, 0)
+        rows = c.read(lambda: c.log.read_subject(subject, after=after), f"read {subject}")
         events = [
             e
-            for e in events
+            for e in map(_stored, rows)
             if (gt is None or e.originator_version > gt)
             and (lte is None or e.originator_version <= lte)
         ]
@@ -417,6 +458,79 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
     ) -> Subscription[ApplicationRecorder]:
         return JetStreamSubscription(self, gt=gt, topics=topics)
 
+    async def subscribe_async(
+        self, gt: int | None = None, topics: Sequence[str] = ()
+    ) -> AsyncIterator[Notification]:
+        """``subscribe`` for a coroutine: the notifications after ``gt``, then each new one as
+        it lands, until the iterator is closed (an extension of the library's API, used by
+        ``fleet.ledger``'s event feed).
+
+        The ordered consumer runs on the calling loop's own connection, so a notification
+        reaches its reader with no thread hand-off: the blocking ``subscribe`` takes two (the
+        loop thread, then the reader's thread) before a reader on an event loop sees it.
+        """
+        c = self.connection
+        wanted = frozenset(topics)
+        rows: asyncio.Queue[Row] = asyncio.Queue()
+        start = (gt or 0) + 1
+        log = await c.loop_log()
+        if log is None:  # no own connections: the loop thread consumes and hands rows over
+            loop = asyncio.get_running_loop()
+
+            def handed_over(row: Row) -> None:  # on the loop thread
+                if not _unwanted(row, wanted):
+                    loop.call_soon_threadsafe(rows.put_nowait, row)
+
+            consuming = c.log.consume(self.events_subject, start, handed_over)
+            stop = await c.acall(consuming, "subscribe")
+        else:
+
+            def on_msg(row: Row) -> None:
+                if not _unwanted(row, wanted):
+                    rows.put_nowait(row)
+
+            try:
+                stop = await log.consume(self.events_subject, start, on_msg)
+            except Exception as e:
+                raise translate(e, url=c.settings.url, where="subscribe") from e
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # nats-py's subscribe can swallow a cancellation that arrives while it waits for the
+            # consumer (Python 3.11's wait_for): honour it here, or the reader waits forever.
+            await _stopped(stop, log is None, c)
+            raise asyncio.CancelledError
+        try:
+            while True:
+                row = await rows.get()
+                n = _notification(row)  # DataError names the sequence and subject
+                if wanted and n.topic not in wanted:
+                    continue
+                yield n
+        finally:
+            await _stopped(stop, log is None, c)
+
+
+async def _stopped(
+    stop: Callable[[], Coroutine[Any, Any, None]], crossed: bool, c: JetStreamConnection
+) -> None:
+    """End a consumer of ``subscribe_async``: on the loop thread when it was made there."""
+    if crossed:
+        c.loop.submit(stop())
+        return
+    with contextlib.suppress(Exception):  # the connection may be closing already
+        await stop()
+
+
+def _unwanted(row: Row, wanted: frozenset[str]) -> bool:
+    """Whether a subscription narrowed to ``wanted`` topics can skip ``row`` before decoding
+    it (a row whose topic cannot be read is kept: decoding it names the problem)."""
+    if not wanted:
+        return False
+    try:
+        return topic(row.payload) not in wanted
+    except (DataError, UnicodeDecodeError):
+        return False
+
 
 class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
     """Notifications after ``gt``, blocking for new ones, from an ordered consumer.
@@ -441,14 +555,9 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
         )
 
     def _on_msg(self, row: Row) -> None:  # on the loop thread
-        if self._wanted:
-            # Skip unwanted topics here: the reader's thread is not woken for them at all.
-            try:
-                if topic(row.payload) not in self._wanted:
-                    return
-            except (DataError, UnicodeDecodeError):
-                pass  # __next__ names it (sequence and subject)
-        self._queue.put(row)
+        # Skip unwanted topics here: the reader's thread is not woken for them at all.
+        if not _unwanted(row, self._wanted):
+            self._queue.put(row)
 
     def stop(self) -> None:
         if self._has_been_stopped:

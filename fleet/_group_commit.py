@@ -22,7 +22,8 @@ library calls that read the store.
 Per caller the semantics are those of one update: a change that raises affects only its caller
 (if it recorded events before raising, the aggregate is reloaded and the others re-applied, since
 its state is no longer the stored one); each caller gets its own result or exception, and only
-once its events are stored. Applications whose recorder lacks ``insert_events_each_async`` (the
+once its events are stored; snapshots are taken after that, so ``drain`` waits for them before
+the application closes. Applications whose recorder lacks ``insert_events_each_async`` (the
 in-memory one in unit tests) save the same units one by one in a worker thread.
 """
 
@@ -170,6 +171,17 @@ class GroupWriter:
             if isinstance(o, BaseException):
                 raise o
         return list(outcomes)  # type: ignore[arg-type]
+
+    async def drain(self) -> None:
+        """Wait until every queued change is settled and its snapshots are taken.
+
+        Callers are answered once their events are stored, before the snapshots those events
+        call for: whoever closes the application must drain first, or the last snapshots are
+        lost (a later load then replays from further back). Changes queued meanwhile are
+        waited for too. The writer's own failures are its callers' to hear, not raised here.
+        """
+        while (writer := self._writer) is not None and not writer.done():
+            await asyncio.wait({writer})
 
     async def save_units(
         self, units: Sequence[Sequence[StoredEvent]]

@@ -94,6 +94,11 @@ class ApplicationDeliberationStore:
         """Aggregates reloaded and re-applied because another writer got there first."""
         return self._writer.conflicts_retried
 
+    async def drain(self) -> None:
+        """Wait for the updates in flight and the snapshots they call for (group commit answers
+        a caller before taking them). Call it before the application closes."""
+        await self._writer.drain()
+
     def _lock(self, agg_id: UUID) -> asyncio.Lock:
         lock = self._locks.get(agg_id)
         if lock is None:
@@ -289,9 +294,25 @@ class ApplicationEventFeed:
             position = page[-1].id
 
     async def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
+        topics = [get_topic(t) for t in types]
+        subscribe_async = getattr(self._app.recorder, "subscribe_async", None)
+        if subscribe_async is not None:
+            # On this loop's own connection: each event reaches us with no thread hand-off.
+            notifications = subscribe_async(gt=after, topics=topics)
+            try:
+                async for n in notifications:
+                    yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
+            finally:
+                await notifications.aclose()
+            return
+        async for item in self._follow_in_thread(after, topics):
+            yield item
+
+    async def _follow_in_thread(self, after: int, topics: list[str]) -> AsyncIterator[FeedItem]:
+        """The library's blocking subscription, read in a thread (recorders without an async
+        one: the in-memory recorder of the unit tests)."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[FeedItem | BaseException] = asyncio.Queue()
-        topics = [get_topic(t) for t in types]
         subscription = self._app.recorder.subscribe(gt=after, topics=topics)
 
         def pump() -> None:

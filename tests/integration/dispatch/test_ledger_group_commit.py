@@ -87,7 +87,7 @@ async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplic
     d1 = await started(store)
     d2 = await started(store)
     c = app.factory.connection  # type: ignore[attr-defined]
-    nc = c.log.nc
+    nc = (await c.loop_log()).nc  # this loop's own connection: the ledger writes on it
     real = nc.request
     blocked = c.subject("e", d1.id)
 

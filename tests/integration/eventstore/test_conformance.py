@@ -11,6 +11,14 @@ projection cases EventCountersViewTestCase, AggregateEventCountersProjectionTest
 EventSourcedProjectionTestCase. The counters view those need is a JetStream tracking recorder
 whose counters are subjects of the same stream, written in one atomic batch with the tracking
 record (see ``JetStreamEventCountersView``).
+
+TaggedDecisionCountersProjectionTestCase runs too, with its view on JetStream, but its upstream
+is a ``DCBApplication``: that needs a DCB recorder (``DCBInfrastructureFactory.dcb_recorder``:
+events read by tag and type queries, an append conditional on "no event matching this query
+after position N"), which this persistence module does not offer. JetStream can check one
+subject filter per append (``Nats-Expected-Last-Subject-Sequence-Subject``), not a union of
+tag sets across aggregates; Fleet's aggregates need per-aggregate consistency only. So the
+upstream runs on the library's in-memory DCB store (``eventsourcing.dcb.popo``).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import os
 from typing import Any
 
 import pytest
+from eventsourcing.dcb.msgpack import MessagePackMapper
 from eventsourcing.persistence import (
     AggregateRecorder,
     ApplicationRecorder,
@@ -42,8 +51,9 @@ from eventsourcing.tests.projection import (
     EventCountersView,
     EventCountersViewTestCase,
     EventSourcedProjectionTestCase,
+    TaggedDecisionCountersProjectionTestCase,
 )
-from eventsourcing.utils import Environment
+from eventsourcing.utils import Environment, get_topic
 
 from eventstore._codec import encode, position
 from eventstore._stream import Write
@@ -259,6 +269,23 @@ class TestEventSourcedProjection(EventSourcedProjectionTestCase):
         super().setUp()
 
 
+class TestTaggedDecisionCountersProjection(TaggedDecisionCountersProjectionTestCase):
+    """The DCB case: its upstream DCBApplication needs a DCB recorder (queries by tags and
+    types, append conditional on a query), which this store does not offer, so the upstream
+    runs on the library's in-memory DCB store; the counters view is on JetStream."""
+
+    view_class = JetStreamEventCountersView
+
+    def setUp(self) -> None:
+        self.env = {  # type: ignore[misc]
+            "MAPPER_TOPIC": get_topic(MessagePackMapper),
+            "EVENTCOUNTERS_PERSISTENCE_MODULE": "eventstore.jetstream",
+            "EVENTCOUNTERS_NATS_URL": session_nats_url(),
+            "EVENTCOUNTERS_NATS_STREAM": unique_stream_name("DCBVIEW"),
+        }
+        super().setUp()
+
+
 del AggregateRecorderTestCase
 del ApplicationRecorderTestCase
 del TrackingRecorderTestCase
@@ -270,3 +297,4 @@ del ApplicationTestCase
 del EventCountersViewTestCase
 del AggregateEventCountersProjectionTestCase
 del EventSourcedProjectionTestCase
+del TaggedDecisionCountersProjectionTestCase

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import nats
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
@@ -21,6 +25,7 @@ from eventsourcing.utils import get_topic
 from aggregates import AgentId, Deliberation
 from fleet.application import FleetApplication
 from fleet.cli import main
+from fleet.ledger import ApplicationDeliberationStore
 from fleet.replay import replay
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -250,3 +255,103 @@ def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -
         if tail.poll() is None:
             tail.kill()
             tail.wait()
+
+
+class _FullReplay(FleetApplication):
+    """The same application (its name, so its settings) with snapshots off: every load replays
+    the aggregate's events from version 1."""
+
+    name = "Fleet"
+    snapshotting_intervals = None
+
+
+async def _snapshots_of(app: FleetApplication, agg_id: Any) -> list[Any]:
+    """The aggregate's snapshots, once there is one (waits up to 5 s)."""
+    assert app.snapshots is not None
+    for _ in range(100):
+        found = list(app.snapshots.get(agg_id))
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    return []
+
+
+async def test_the_group_commit_path_snapshots_and_loads_use_them(
+    nats_env: dict[str, str],
+) -> None:
+    """The live dispatcher saves through the ledger's group commit, which takes snapshots
+    itself: a deliberation driven past the interval (50) by concurrent updates has a snapshot
+    at version 50, equal to the replay up to it, and a load starts from it."""
+    app = FleetApplication(env=nats_env)
+    full = _FullReplay(env=nats_env)
+    try:
+        store = ApplicationDeliberationStore(app)  # group commit is the default
+        # 13 agents: version 50 falls inside a round's group (versions 42..54), not at its end.
+        d = _request("gc-snapshot", agents=13, rounds=5)
+        await store.create(d)
+        await store.update(d.id, lambda x: x.start())
+        for round_no in range(4):
+            await asyncio.gather(
+                *(
+                    store.update(d.id, functools.partial(_propose, agent=a, round_no=round_no))
+                    for a in d.default_agents()
+                )
+            )
+        assert store.groups_committed < 1 + 13 * 4, "the updates were not grouped"
+
+        # Callers are answered once their events are stored; the snapshot follows in a worker
+        # thread (it only shortens later replays), so it is awaited here.
+        snapshots = await _snapshots_of(app, d.id)
+        assert [s.originator_version for s in snapshots] == [50]
+        snapshot = snapshots[0]
+        at_50 = full.repository.get(d.id, version=50)
+        assert vars(snapshot.mutate(None)) == vars(at_50)
+
+        calls = _spy_select_events(app)
+        loaded: Deliberation = app.repository.get(d.id)
+        assert calls[-1].get("gt") == 50, "the load did not start from the snapshot"
+        replayed: Deliberation = full.repository.get(d.id)
+        assert loaded.version == replayed.version == 2 + 13 * 4
+        assert vars(loaded) == vars(replayed)
+    finally:
+        full.close()
+        app.close()
+
+
+def test_events_tail_names_a_bad_message_and_goes_on(
+    cli_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two bad messages between good ones: bytes that are no event at all (written by something
+    else), and an event of a type this Fleet does not know. Each is reported on stderr with its
+    stream sequence and subject; the tail prints every good event, before and after them."""
+    stream = cli_env["NATS_STREAM"]
+    _two_deliberations(cli_env)  # sequences 1..4
+    garbage_subject = f"{stream}.e.{uuid.uuid4()}"
+
+    async def garbage() -> int:
+        nc = await nats.connect(cli_env["NATS_URL"])
+        try:
+            return int((await nc.jetstream().publish(garbage_subject, b"\xff no event")).seq)
+        finally:
+            await nc.close()
+
+    assert asyncio.run(garbage()) == 5
+    app = FleetApplication(env=cli_env)
+    try:
+        unknown = uuid.uuid4()
+        stored = StoredEvent(
+            originator_id=unknown, originator_version=1, topic="gone.module:Gone", state=b"{}"
+        )
+        assert app.recorder.insert_events([stored]) == [6]
+        app.save(_request("cli-after"))  # sequence 7
+    finally:
+        app.close()
+
+    assert main(["events", "tail", "--from-seq", "1", "--count", "5", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == [1, 2, 3, 4, 7]
+    errors = err.splitlines()
+    assert len(errors) == 2, err
+    assert "stream sequence 5" in errors[0] and repr(garbage_subject) in errors[0]
+    assert "stream sequence 6" in errors[1] and f"'{stream}.e.{unknown}'" in errors[1]
+    assert "gone.module:Gone" in errors[1]

@@ -53,3 +53,11 @@ def test_errors_map_to_pep_249() -> None:
     assert issubclass(OutcomeUnknownError, OperationalError)
     kept = IntegrityError("x")
     assert translate(kept, url="u", where="w") is kept
+
+
+def test_urls_in_the_stores_log_lines_have_their_password_masked() -> None:
+    from eventstore._stream import _without_password
+
+    assert _without_password("nats://fleet:s3cret@nats:4222") == "nats://fleet:***@nats:4222"
+    assert _without_password("nats://nats:4222") == "nats://nats:4222"
+    assert _without_password("tls://token@nats:4222") == "tls://token@nats:4222"
