@@ -2,10 +2,12 @@
 
 ``Projections`` owns the node's runners by name. ``status`` reports each one's position, the
 stream head, and the lag in events and in seconds (recording time of the head event minus that of
-the last event the runner handled). ``rebuild`` stops a runner, deletes what its projection wrote
-(position back to 0, fencing state kept) and starts a new runner of it from sequence 1: readers of
-the cache fall back to replays meanwhile, Cypher readers see the graph refill. ``verify`` replays
-every deliberation and compares (``projectors.verify``).
+the last event the runner handled, or of the event at its stored position before it handled one).
+``rebuild`` stops a runner, deletes what its projection wrote (position back to 0, fencing state
+kept) and starts a new runner of it from sequence 1: readers of the cache fall back to replays
+meanwhile, Cypher readers see the graph refill. ``verify`` replays every deliberation and
+compares (``projectors.verify``); a finished deliberation's cache entry must be there until the
+board's ``expiry_seconds`` have passed (after that a miss is expected).
 
 Thread-safety: every method may be called from any thread (the gRPC API calls them through
 ``asyncio.to_thread``); one lock serialises rebuilds.
@@ -76,8 +78,10 @@ class Projections:
             position = r.position()
             lag = max(0, head - position)
             seconds = 0.0
-            last = r.last_event_time
             if lag and head_time is not None:
+                # A runner that has applied nothing itself (restarted, its first batch failing)
+                # is as far behind as the event at the position its store holds.
+                last = r.last_event_time or self._time_at(position)
                 seconds = max(0.0, (head_time - last).total_seconds()) if last else float("nan")
             error = repr(r.error) if r.error is not None else ""
             out.append(
@@ -104,7 +108,10 @@ class Projections:
                 graph = p.graph
             elif isinstance(p, CacheProjection):
                 board = p.board
-        return verify(self._app, graph=graph, board=board, on_progress=on_progress)
+        expiry = board.expiry_seconds if board is not None else None
+        return verify(
+            self._app, graph=graph, board=board, cache_expiry_s=expiry, on_progress=on_progress
+        )
 
     def wait(self, position: int, timeout: float) -> None:
         for r in list(self._runners):

@@ -35,6 +35,12 @@ class DeliberationBoard(ABC):
     def get(self, deliberation_id: UUID) -> DeliberationView | None:
         """The cached view, or None on a miss (never written, expired, dropped, lost)."""
 
+    @property
+    @abstractmethod
+    def expiry_seconds(self) -> int:
+        """How long a finished deliberation's entry lives (0: for ever). Verification needs it
+        to tell an entry that expired, as designed, from one the cache lost."""
+
     def get_many(self, ids: Iterable[UUID]) -> dict[UUID, DeliberationView | None]:
         """Views of ``ids`` (one round trip where the store allows)."""
         return {i: self.get(i) for i in ids}
@@ -101,6 +107,10 @@ class InMemoryDeliberationBoard(DeliberationBoard):
     def get(self, deliberation_id: UUID) -> DeliberationView | None:
         with self._lock:
             return self._views.get(deliberation_id)
+
+    @property
+    def expiry_seconds(self) -> int:
+        return 0
 
     def claim(self, owner: str, lease_ms: int) -> Fence | None:
         with self._lock:

@@ -124,6 +124,10 @@ class ValkeyDeliberationBoard(DeliberationBoard):
         """The hash key of one deliberation (for tools and tests)."""
         return f"{self._prefix}deliberation:{deliberation_id}"
 
+    @property
+    def expiry_seconds(self) -> int:
+        return self._cleanup_seconds
+
     def position(self) -> int:
         raw = self._valkey.get(self._position_key)
         return int(_text(raw)) if raw is not None else 0  # type: ignore[arg-type]

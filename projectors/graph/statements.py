@@ -242,6 +242,14 @@ MATCH (t:Proposal {id: r.target_proposal_id})
 CREATE (c)-[:CRITIQUED {round: r.round, critic: r.critic, content: r.content, rating: r.rating,
     at: r.at}]->(t)
 """
+# The same without a rating (the reviewer gave none: it stays null). A batch whose rows all had
+# a null rating would make LadybugDB type the column STRING and refuse it against DOUBLE.
+_CRITIQUED_UNRATED = """
+UNWIND $rows AS r
+MATCH (c:Proposal {id: r.critic_proposal_id})
+MATCH (t:Proposal {id: r.target_proposal_id})
+CREATE (c)-[:CRITIQUED {round: r.round, critic: r.critic, content: r.content, at: r.at}]->(t)
+"""
 
 
 def _row(
@@ -477,8 +485,11 @@ def _(e: Deliberation.CritiqueReceived, base: dict[str, Any]) -> list[Statement]
             "target_proposal_id": proposal_id(base["id"], reviewed, target),
             "round": e.round,
             "content": str(review.get("text", "")),
-            "rating": None if score is None else float(score),
         }
+        cypher = _CRITIQUED_UNRATED
+        if score is not None:
+            params["rating"] = float(score)
+            cypher = _CRITIQUED
         reads = (_props(base["id"], reviewer), _props(base["id"], target))
-        out.append(_row(_CRITIQUED, params, node="critique", reads=reads))
+        out.append(_row(cypher, params, node="critique", reads=reads))
     return out

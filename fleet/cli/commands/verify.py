@@ -10,7 +10,6 @@ import argparse
 import json
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from fleet.cli._common import CliError, add_client_options, client, console
@@ -48,22 +47,29 @@ async def cmd_verify(args: argparse.Namespace) -> None:
         where = ", ".join(f"{k} at {v}" for k, v in sorted(resp.positions.items()))
         console.print(
             f"{resp.deliberations} deliberations replayed up to {resp.stream_head} ({where}); "
-            f"{resp.cache_misses} not cached (read by replay)"
+            f"{resp.cache_misses} finished entries not cached (may have expired; read by replay)"
         )
         if differences:
-            table = Table(title=f"{len(differences)} differences")
-            for column in ("projection", "task", "deliberation", "detail"):
-                table.add_column(column)
-            for d in differences:
-                # Details quote stored data (``[...]`` included): plain text, never markup.
-                table.add_row(
-                    *(
-                        Text(str(d[k]))
-                        for k in ("projection", "task_id", "deliberation_id", "detail")
-                    )
-                )
-            console.print(table)
+            _print_differences(differences)
         else:
             console.print("[green]graph and cache agree with the replay[/]")
     if differences:
         raise CliError(f"{len(differences)} differences between projections and replay", code=1)
+
+
+def _print_differences(differences: list[dict[str, str]]) -> None:
+    """One heading per deliberation (task id and id), its differences indented below it.
+
+    Details quote stored data (``[...]`` included), so everything is plain text, never markup.
+    """
+    console.print(f"{len(differences)} differences:")
+    by_deliberation: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for d in differences:
+        by_deliberation.setdefault((d["task_id"], d["deliberation_id"]), []).append(d)
+    for (task_id, deliberation_id), found in by_deliberation.items():
+        heading = f"{task_id or 'not in the log'} ({deliberation_id})"
+        if not deliberation_id:
+            heading = "nodes of no deliberation"
+        console.print(Text(heading, style="bold"))
+        for d in found:
+            console.print(Text(f"  {d['projection']:<5}  {d['detail']}"))

@@ -90,7 +90,10 @@ async def node(
     services.extras.update(projections=projections)
     server = GrpcServer(OrchestratorServicer(services), host="127.0.0.1", port=free_port())
     async with server, FleetClient(f"127.0.0.1:{server.port}") as api:
-        yield {"app": app, "graph": graph, "api": api, "address": f"127.0.0.1:{server.port}"}
+        yield {
+            "app": app, "graph": graph, "board": board, "projections": projections, "api": api,
+            "address": f"127.0.0.1:{server.port}",
+        }  # fmt: skip
     projections.stop()
     graph.close()
     client.close()  # type: ignore[no-untyped-call]
@@ -169,3 +172,80 @@ async def test_status_verify_and_rebuild(node: dict[str, Any]) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as e:
         await api.stub.RebuildProjection(pb.RebuildProjectionRequest(name="nope"))
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def _verify_json(address: str) -> tuple[int, list[tuple[str, str, str]]]:
+    out = _fleet("verify", "--json", "--address", address)
+    assert out.returncode in (0, 1), out.stderr
+    found = json.loads(out.stdout)["differences"]
+    return out.returncode, [(d["projection"], d["task_id"], d["detail"]) for d in found]
+
+
+async def test_verify_reports_graph_and_cache_differences_until_rebuilt(
+    node: dict[str, Any],
+) -> None:
+    app, graph, board, address = node["app"], node["graph"], node["board"], node["address"]
+    running = app.repository.get(scenarios.in_progress(app).deliberation_id)
+    done = app.repository.get(scenarios.completed(app, late=False).deliberation_id)
+    node["projections"].wait(app.recorder.max_notification_id(), timeout=30)
+    agent = done.agents[0]
+    with graph._write_lock:  # behind the projector's back, as a bug would
+        graph._write.execute(
+            "MATCH (e:Event {id: $id}) SET e.type = 'Cancelled'", {"id": f"{running.id}:2"}
+        )
+        graph._write.execute(
+            "MATCH (p:Proposal {id: $id}) SET p.content = 'tampered'",
+            {"id": f"{done.id}:0:{agent}"},
+        )
+    client: valkey.Valkey = board._valkey
+    results = json.loads(client.hget(board.key(done.id), "results"))  # type: ignore[arg-type]
+    results[0]["score"] = 0.01
+    client.hset(board.key(done.id), "results", json.dumps(results))
+    client.delete(board.key(running.id))
+
+    code, found = await asyncio.to_thread(_verify_json, address)
+    content = done.proposals[(agent, 0)].content
+    assert code == 1
+    assert sorted(found) == sorted([
+        ("graph", running.task_id, "Event[2].type: graph 'Cancelled', replay 'Started'"),
+        ("graph", done.task_id,
+         f"Proposal[0:{agent}].content: graph 'tampered', replay {content!r}"),
+        ("cache", done.task_id, f"results[{agent}].score: cache 0.01, replay 0.6"),
+        ("cache", running.task_id,
+         f"no cache entry (replay at version {running.version}: IN_PROGRESS)"),
+    ])  # fmt: skip
+    out = await asyncio.to_thread(_fleet, "verify", "--address", address)
+    assert out.returncode == 1 and "4 differences" in out.stderr
+    assert "Event[2].type" in out.stdout and running.task_id in out.stdout
+    for name in ("graph", "cache"):
+        out = await asyncio.to_thread(_fleet, "projections", "rebuild", name, "--address", address)
+        assert out.returncode == 0, out.stderr
+    assert await asyncio.to_thread(_verify_json, address) == (0, [])
+
+
+def _lags(address: str) -> dict[str, tuple[int, float | None]]:
+    out = _fleet("projections", "status", "--json", "--address", address)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["projections"]
+    return {p["name"]: (p["lag_events"], p["lag_seconds"]) for p in rows}
+
+
+async def test_status_shows_the_lag_in_seconds_of_a_stopped_projection(
+    node: dict[str, Any],
+) -> None:
+    app, projections, address = node["app"], node["projections"], node["address"]
+    assert await asyncio.to_thread(_lags, address) == {"graph": (0, 0.0), "cache": (0, 0.0)}
+    projections.runner("cache").stop()
+    await asyncio.sleep(1.5)
+    scenarios.completed(app)  # recorded 1.5 s after the last event the cache handled
+    head = app.recorder.max_notification_id()
+    projections.runner("graph").wait(head, timeout=30)
+    lags = await asyncio.to_thread(_lags, address)
+    assert lags["graph"] == (0, 0.0)
+    behind, seconds = lags["cache"]
+    assert behind > 0 and seconds is not None and 1.5 <= seconds < 30, lags
+    out = await asyncio.to_thread(_fleet, "projections", "status", "--address", address)
+    assert out.returncode == 0 and f"{seconds:.2f}" in out.stdout
+    out = await asyncio.to_thread(_fleet, "projections", "rebuild", "cache", "--address", address)
+    assert out.returncode == 0, out.stderr
+    assert await asyncio.to_thread(_lags, address) == {"graph": (0, 0.0), "cache": (0, 0.0)}

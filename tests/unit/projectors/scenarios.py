@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
-from aggregates import AgentId, CheckOutcome, Deliberation
+from aggregates import AgentId, CheckOutcome, Deliberation, PeerReview
 from fleet.application import FleetApplication
 
 POPO = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
@@ -32,14 +32,14 @@ def _save(app: FleetApplication, d: Deliberation) -> int:
 
 
 def _request(
-    app: FleetApplication, *, plan_id: str = "", ago: timedelta | None = None
+    app: FleetApplication, *, plan_id: str = "", ago: timedelta | None = None, rounds: int = 1
 ) -> Deliberation:
     d = Deliberation.request(
         task_id=f"task-{uuid4().hex[:8]}",
         task="Write a function that adds two numbers",
         role="DEV",
         num_agents=3,
-        rounds=1,
+        rounds=rounds,
         requested_at=datetime.now(UTC) - (ago or timedelta()),
         timeout_seconds=60,
         rubric="correct and short",
@@ -110,4 +110,50 @@ def all_failed(app: FleetApplication) -> Run:
         d.fail_agent(agent_id=a, round=0, error=f"{a}: HTTP 503")
         _save(app, d)
     d.complete()
+    return Run(d.id, _save(app, d))
+
+
+def in_progress(app: FleetApplication) -> Run:
+    """request → start → one proposal: a deliberation still running."""
+    d = _request(app)
+    d.start()
+    _save(app, d)
+    _propose(app, d, d.agents[0], 1)
+    return Run(d.id, app.recorder.max_notification_id() or 0)
+
+
+def debated(app: FleetApplication, *, rated: bool = True) -> Run:
+    """A plan's two-round deliberation: proposals, critiques, two revisions (the third agent
+    keeps its round-0 proposal), peer ratings, scores, complete, then a late revision. With
+    ``rated=False`` no critique carries a rating (a model that gave none)."""
+    d = _request(app, plan_id=f"plan-{uuid4().hex[:6]}", rounds=2)
+    d.start()
+    _save(app, d)
+    agents = d.agents
+    for i, a in enumerate(agents):
+        _propose(app, d, a, i + 1)
+    for k, a in enumerate(agents):
+        reviews = [
+            PeerReview(
+                reviewer=a, target=b, score=0.25 * (k + 1) if rated else None, text=f"{a} on {b}"
+            )
+            for b in agents
+            if b != a
+        ]
+        d.receive_critique(agent_id=a, round=1, reviews=reviews, model="gemma-3-270m")
+        _save(app, d)
+    for i, a in enumerate(agents[:2]):
+        d.revise_proposal(
+            agent_id=a, round=1, content=f"def add(a, b):\n    return b + a  # {a} r1",
+            model="gemma-3-270m-r", tokens=60 + i, latency_ms=300 + i, addressed=list(agents),
+        )  # fmt: skip
+        _save(app, d)
+    d.receive_ratings(agent_id=agents[0], reviews=[], error="rating call timed out")
+    _save(app, d)
+    for a, s in zip(agents, (0.4, 0.8, 0.6), strict=True):
+        _score(app, d, a, s)
+    d.complete()
+    _save(app, d)
+    d.revise_proposal(agent_id=agents[2], round=1, content="too late", model="m", tokens=1,
+                      latency_ms=1)  # fmt: skip
     return Run(d.id, _save(app, d))
