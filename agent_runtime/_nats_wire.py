@@ -26,6 +26,7 @@ __all__ = [
     "QueueNames",
     "ResultMessage",
     "WorkMessage",
+    "dead_letter_stream_config",
     "decode",
     "encode",
 ]
@@ -92,16 +93,17 @@ class QueueNames:
         """The pull consumer every worker of ``role`` shares (so the role's work is a queue)."""
         return f"agents-{role.upper()}"
 
-    def work_stream_config(self, duplicate_window_s: float) -> StreamConfig:
+    def work_stream_config(self, duplicate_window_s: float, replicas: int = 1) -> StreamConfig:
         return StreamConfig(
             name=self.work_stream,
             subjects=[f"{self.work_prefix}.>"],
             retention=RetentionPolicy.WORK_QUEUE,
             storage=StorageType.FILE,
             duplicate_window=duplicate_window_s,
+            num_replicas=_checked_replicas(replicas),
         )
 
-    def results_stream_config(self, max_age_s: float) -> StreamConfig:
+    def results_stream_config(self, max_age_s: float, replicas: int = 1) -> StreamConfig:
         return StreamConfig(
             name=self.results_stream,
             subjects=[f"{self.results_prefix}.>"],
@@ -110,7 +112,25 @@ class QueueNames:
             max_age=max_age_s,
             duplicate_window=min(120.0, max_age_s),
             allow_direct=True,
+            num_replicas=_checked_replicas(replicas),
         )
+
+
+def dead_letter_stream_config(replicas: int = 1, name: str = DEAD_LETTER_STREAM) -> StreamConfig:
+    """The installation's dead-letter stream (every ``fleet.deadletter.>`` subject)."""
+    return StreamConfig(
+        name=name,
+        subjects=[f"{DEAD_LETTER_PREFIX}.>"],
+        storage=StorageType.FILE,
+        num_replicas=_checked_replicas(replicas),
+    )
+
+
+def _checked_replicas(replicas: int) -> int:
+    # JetStream's own bound, said here in our words rather than as a server error at start-up.
+    if not 1 <= replicas <= 5:
+        raise ValueError(f"stream replicas must be 1 to 5 (FLEET_STREAM_REPLICAS), not {replicas}")
+    return replicas
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,11 @@ class WorkMessage:
     """Unix time after which nobody waits for the answer (the caller's budget, retries included)."""
     body: dict[str, Any]
     """The ``AgentTurn``, ``ReviewInput`` or ``AssessmentInput``, encoded."""
+
+    @property
+    def deliberation_id(self) -> str:
+        """The deliberation the call belongs to (every kind carries one), for logs."""
+        return str(self.body.get("deliberation_id") or "")
 
     def to_bytes(self) -> bytes:
         return _dumps({"v": WIRE_VERSION, **dataclasses.asdict(self)})

@@ -107,6 +107,9 @@ class TurnResult:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: int
+    thinking_retried: bool = False
+    """The model spent its whole budget thinking and this answer came from a second request
+    with thinking off (``FLEET_LLM_THINKING=auto``): recorded, since it cost a second call."""
 
 
 @dataclass(frozen=True)

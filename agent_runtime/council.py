@@ -88,6 +88,9 @@ class EndpointConfig:
     """One of ``STRUCTURED_OUTPUT_MODES``: how reviews ask for schema-constrained JSON."""
     review_max_tokens: int = 160
     """Tokens for a review answer (short JSON; a small model's runaway string stops here)."""
+    thinking: str = "auto"
+    """How a reasoning model thinks: ``auto``, ``on`` or ``off`` (``openai_client``'s
+    ``THINKING_MODES``; ``FLEET_LLM_THINKING``)."""
 
 
 class CouncilMember:
@@ -107,6 +110,7 @@ class CouncilMember:
             max_in_flight=endpoint.max_in_flight,
             retry=endpoint.retry,
             api_key=endpoint.api_key,
+            thinking=endpoint.thinking,
         )
         self.turns_served = 0
         self.turns_failed = 0
@@ -150,6 +154,7 @@ class CouncilMember:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
             latency_ms=completion.latency_ms,
+            thinking_retried=completion.thinking_retried,
         )
 
     async def review(self, request: ReviewInput) -> ReviewResult:

@@ -13,6 +13,10 @@ that loop must survive, one of them undocumented:
 * a ``nats.errors.Error`` while reconnecting or while the consumer's leader moves: back off and
   poll again, the durable consumer is still there.
 
+One more hazard is Python's, not the server's: on 3.11 a cancellation that arrives as ``fetch``
+answers (or times out) is lost inside it, so the loop checks after every fetch that its task is
+not being cancelled (``_raise_if_cancelling``).
+
 ``pull_batches`` yields only non-empty batches and ends only when cancelled (or when the
 subscription's owner closes the connection, which raises ``ConnectionClosedError`` forever:
 that ends the loop too, rather than spinning).
@@ -70,6 +74,7 @@ async def pull_batches(
         try:
             msgs = await sub.fetch(batch=batch, timeout=timeout_s)
         except TimeoutError:  # nats.errors.TimeoutError is one too
+            _raise_if_cancelling()
             continue
         except ConnectionClosedError:
             raise
@@ -78,9 +83,25 @@ async def pull_batches(
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_s)
             continue
+        _raise_if_cancelling()
         backoff = min(0.1, max_backoff_s)
         if msgs:
             yield list(msgs)
+
+
+def _raise_if_cancelling() -> None:
+    """Honour a cancellation that ``fetch`` swallowed.
+
+    On Python 3.11, ``asyncio.wait_for`` (inside nats-py's ``fetch``) returns the result, or
+    raises its own TimeoutError, when the cancellation arrives in the same loop step as the
+    answer: the CancelledError is lost, yet the task stays marked as cancelling. The loop would
+    then poll on, and whoever cancelled it waits forever (a node hung in ``stop()`` with
+    ``dispatcher-claims`` or ``plan-approvals`` cancelling, about one start/stop in thirteen).
+    3.12's ``wait_for`` no longer loses it; the check costs nothing there.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 async def close_connection(nc: Any, *, timeout_s: float = 5.0) -> None:

@@ -51,8 +51,8 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
+from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage, decode, encode
 from agent_runtime.api import (
@@ -67,7 +67,13 @@ from agent_runtime.api import (
 )
 from agent_runtime.nats_pull import close_connection, pull_batches
 
-__all__ = ["NatsAgentRuntime", "QueueNames", "ensure_streams"]
+__all__ = [
+    "NatsAgentRuntime",
+    "QueueNames",
+    "StreamSetupError",
+    "ensure_stream",
+    "ensure_streams",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,20 +83,80 @@ RESULT_GRACE_S = 5.0
 deadline; this only catches workers that are gone)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_STREAM_EXISTS = 10058
+"""JetStream's "stream name already in use with a different configuration"."""
 
 
 async def ensure_streams(
-    js: Any, names: QueueNames, *, duplicate_window_s: float = 120.0, results_max_age_s: float
+    js: Any,
+    names: QueueNames,
+    *,
+    duplicate_window_s: float = 120.0,
+    results_max_age_s: float,
+    replicas: int = 1,
 ) -> None:
-    """Create the work and results streams when absent (the same config twice is a no-op)."""
+    """Create the work and results streams when absent, with ``replicas`` copies each."""
     for config in (
-        names.work_stream_config(duplicate_window_s),
-        names.results_stream_config(results_max_age_s),
+        names.work_stream_config(duplicate_window_s, replicas),
+        names.results_stream_config(results_max_age_s, replicas),
     ):
+        await ensure_stream(js, config)
+
+
+class StreamSetupError(AgentRuntimeError):
+    """A stream of the NATS backend could not be created or brought to its replica count."""
+
+
+async def ensure_stream(js: Any, config: StreamConfig, *, timeout_s: float = 20.0) -> None:
+    """Create ``config``'s stream when absent; raise an existing one's replicas to
+    ``config.num_replicas``, never lower them (the event store's rule too).
+
+    More copies only make the stream safer, and the server moves the data itself. Fewer is never
+    done here: a process started without ``FLEET_STREAM_REPLICAS`` (a ``fleet worker`` on a
+    laptop against production, say) must not scale an R3 stream down to R1. Nothing else of an
+    existing stream is changed: it may be an operator's. After a raise, this waits until the
+    stream has a leader with every replica, so the first publish is not refused mid-election.
+
+    Raises:
+        StreamSetupError: the server refused to create or update the stream (e.g. more
+            replicas than the cluster has servers), or no leader came within ``timeout_s``.
+    """
+    want = config.num_replicas or 1
+    try:
         try:
-            await js.add_stream(config)
-        except BadRequestError as e:  # exists with another config: keep what the operator set
-            log.debug("stream %s: %s", config.name, e)
+            info = await js.stream_info(config.name)
+        except NotFoundError:
+            try:
+                await js.add_stream(config)
+                return
+            except BadRequestError as e:
+                if e.err_code != _STREAM_EXISTS:  # not "another process created it meanwhile"
+                    raise
+                info = await js.stream_info(config.name)
+        have = info.config.num_replicas or 1
+        if have >= want:
+            return
+        await js.update_stream(info.config.evolve(num_replicas=want))
+    except APIError as e:
+        msg = (
+            f"stream {config.name} with {want} replica(s) (FLEET_STREAM_REPLICAS): "
+            f"JetStream error {e.err_code}: {e.description}"
+        )
+        raise StreamSetupError(msg) from e
+    name = str(config.name)  # set on every config built here; StreamConfig types it optional
+    log.warning("stream %s: replicas raised from %d to %d", name, have, want)
+    await _await_replicas(js, name, want, timeout_s)
+
+
+async def _await_replicas(js: Any, name: str, replicas: int, timeout_s: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        cluster = (await js.stream_info(name)).cluster
+        if cluster is not None and cluster.leader and len(cluster.replicas or []) + 1 >= replicas:
+            return
+        await asyncio.sleep(0.05)
+    raise StreamSetupError(f"stream {name}: no leader with {replicas} replicas in {timeout_s} s")
 
 
 def default_runtime_id() -> str:
@@ -161,6 +227,7 @@ class NatsAgentRuntime:
         *,
         duplicate_window_s: float = 120.0,
         results_max_age_s: float = 3600.0,
+        replicas: int = 1,
         **kwargs: Any,
     ) -> NatsAgentRuntime:
         """Connect to NATS, make sure the streams exist and start reading results."""
@@ -168,7 +235,9 @@ class NatsAgentRuntime:
         runtime = cls(nc, names, owns_connection=True, **kwargs)
         try:
             await runtime.start(
-                duplicate_window_s=duplicate_window_s, results_max_age_s=results_max_age_s
+                duplicate_window_s=duplicate_window_s,
+                results_max_age_s=results_max_age_s,
+                replicas=replicas,
             )
         except BaseException:
             await runtime.close()
@@ -176,9 +245,14 @@ class NatsAgentRuntime:
         return runtime
 
     async def start(
-        self, *, duplicate_window_s: float = 120.0, results_max_age_s: float = 3600.0
+        self,
+        *,
+        duplicate_window_s: float = 120.0,
+        results_max_age_s: float = 3600.0,
+        replicas: int = 1,
     ) -> None:
-        """Ensure the streams and this process's results consumer; start the listener."""
+        """Ensure the streams (``replicas`` copies: ``FLEET_STREAM_REPLICAS``) and this
+        process's results consumer; start the listener."""
         if self._listener is not None:
             return
         await ensure_streams(
@@ -186,6 +260,7 @@ class NatsAgentRuntime:
             self.names,
             duplicate_window_s=duplicate_window_s,
             results_max_age_s=results_max_age_s,
+            replicas=replicas,
         )
         config = ConsumerConfig(
             durable_name=self.durable,

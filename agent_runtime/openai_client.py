@@ -20,11 +20,21 @@ Behaviour, in one place:
   separate ``reasoning_content``. The answer is what is left after the reasoning is removed; the
   reasoning is kept apart in ``Completion.reasoning``. An answer that is empty after stripping is
   an error (:class:`EmptyCompletionError`): we never fabricate content.
+* Thinking (``thinking``, one of :data:`THINKING_MODES`). A reasoning model can spend the whole
+  ``max_tokens`` inside ``<think>`` and never answer. ``off`` sends vLLM's per-request switch
+  ``chat_template_kwargs: {"enable_thinking": false}`` (Qwen3's chat template then skips the
+  think block); ``on`` sends nothing and lets such a call fail (:class:`ThinkingBudgetError`);
+  ``auto`` (the default) sends nothing, and when the budget ran out while thinking
+  (``finish_reason == "length"``, reasoning and no answer) asks once more with thinking off,
+  inside the same deadline and slot, and says so in ``Completion.thinking_retried``. Servers
+  that do not know the field ignore it (llama.cpp's, which drops unknown fields); a model
+  without thinking never triggers the retry.
 
 Loop affinity: a client belongs to the event loop it is first used on.
 
-Length: a little over 400 lines, on purpose: the error types, the retry loop and the response
-parsing describe one HTTP call and are read together; splitting them would scatter that story.
+Length: about 500 lines, on purpose: the error types, the retry loop, the thinking fallback and
+the response parsing describe one HTTP call and are read together; splitting them would scatter
+that story.
 """
 
 from __future__ import annotations
@@ -32,20 +42,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 
 from agent_runtime.api import AgentRuntimeError
 
 __all__ = [
+    "THINKING_MODES",
     "ChatClientError",
     "ChatConnectionError",
     "ChatHTTPError",
@@ -56,9 +68,17 @@ __all__ = [
     "EmptyCompletionError",
     "OpenAIChatClient",
     "RetryPolicy",
+    "ThinkingBudgetError",
     "chat_completions_url",
     "split_reasoning",
 ]
+
+log = logging.getLogger(__name__)
+
+THINKING_MODES: Final = ("auto", "on", "off")
+"""How a client treats a reasoning model's thinking (see the module docstring)."""
+_THINKING_OFF: Final = {"enable_thinking": False}
+"""vLLM's ``chat_template_kwargs`` that turn Qwen3's (and similar templates') thinking off."""
 
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -110,6 +130,10 @@ class EmptyCompletionError(ChatResponseError):
     """The completion has no answer (empty, or only reasoning). Never replaced by made-up text."""
 
 
+class ThinkingBudgetError(EmptyCompletionError):
+    """The model spent all of ``max_tokens`` thinking and wrote no answer."""
+
+
 # --------------------------------------------------------------------------------------- values
 
 
@@ -139,6 +163,9 @@ class Completion:
     finish_reason: str = ""
     reasoning: str = ""
     """``reasoning_content`` and/or the text of ``<think>`` blocks, kept apart from the answer."""
+    thinking_retried: bool = False
+    """The first request spent its whole budget thinking; this answer is from a second one with
+    thinking turned off (``thinking="auto"``). ``reasoning`` is then the second one's."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +240,7 @@ class OpenAIChatClient:
         api_key: sent as a bearer token when given (vLLM ``--api-key``).
         default_timeout_s: deadline of a call that does not pass its own.
         rng: jitter source (pass a seeded one in tests).
+        thinking: ``auto``, ``on`` or ``off``: how reasoning models think (module docstring).
     """
 
     def __init__(
@@ -225,9 +253,14 @@ class OpenAIChatClient:
         api_key: str | None = None,
         default_timeout_s: float = 120.0,
         rng: random.Random | None = None,
+        thinking: str = "auto",
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        if thinking not in THINKING_MODES:
+            msg = f"thinking must be one of {', '.join(THINKING_MODES)}, got {thinking!r}"
+            raise ValueError(msg)
+        self.thinking = thinking
         self.url = chat_completions_url(base_url)
         self.model = model
         self.max_in_flight = max_in_flight
@@ -317,6 +350,8 @@ class OpenAIChatClient:
             body["user"] = user
         if extra_body:
             body.update(extra_body)
+        if self.thinking == "off":
+            body = _without_thinking(body)
 
         session, slots = self._ensure_open()
         try:
@@ -326,11 +361,31 @@ class OpenAIChatClient:
             msg = f"POST {self.url}: no free slot of {self.max_in_flight} within {budget:.1f} s"
             raise ChatTimeoutError(msg, url=self.url, attempts=0) from None
         try:
-            payload, attempts = await self._post_with_retries(session, body, deadline, budget)
+            return await self._complete(session, body, started, deadline, budget)
         finally:
             slots.release()
-        latency_ms = int((time.monotonic() - started) * 1000)
-        return self._parse(payload, attempts=attempts, latency_ms=latency_ms, model=body["model"])
+
+    async def _complete(
+        self,
+        session: aiohttp.ClientSession,
+        body: dict[str, Any],
+        started: float,
+        deadline: float,
+        budget: float,
+    ) -> Completion:
+        """The answer to ``body``; in ``auto`` mode, a second request with thinking off when the
+        first spent its whole budget thinking (one only: a model that still only thinks fails)."""
+        payload, attempts = await self._post_with_retries(session, body, deadline, budget)
+        try:
+            return self._parse(payload, attempts=attempts, started=started, model=body["model"])
+        except ThinkingBudgetError as e:
+            if self.thinking != "auto":
+                raise
+            log.warning("%s; asking again with thinking off", e)
+        body = _without_thinking(body)
+        payload, more = await self._post_with_retries(session, body, deadline, budget)
+        done = self._parse(payload, attempts=attempts + more, started=started, model=body["model"])
+        return replace(done, thinking_retried=True)
 
     async def _post_with_retries(
         self, session: aiohttp.ClientSession, body: dict[str, Any], deadline: float, budget: float
@@ -400,7 +455,7 @@ class OpenAIChatClient:
         return data
 
     def _parse(
-        self, data: dict[str, Any], *, attempts: int, latency_ms: int, model: str
+        self, data: dict[str, Any], *, attempts: int, started: float, model: str
     ) -> Completion:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -418,7 +473,10 @@ class OpenAIChatClient:
         if not answer:
             why = "only reasoning" if reasoning else "empty content"
             msg = f"POST {self.url} -> HTTP 200 with no answer ({why}, finish_reason={finish!r})"
-            raise EmptyCompletionError(msg, url=self.url, status=200, attempts=attempts)
+            # Thinking that ran into max_tokens is the one empty answer a retry can mend.
+            budget_spent = bool(reasoning) and finish == "length"
+            error = ThinkingBudgetError if budget_spent else EmptyCompletionError
+            raise error(msg, url=self.url, status=200, attempts=attempts)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         assert isinstance(usage, dict)
         return Completion(
@@ -426,11 +484,18 @@ class OpenAIChatClient:
             model=str(data.get("model") or model),
             prompt_tokens=_as_int(usage.get("prompt_tokens")),
             completion_tokens=_as_int(usage.get("completion_tokens")),
-            latency_ms=latency_ms,
+            latency_ms=int((time.monotonic() - started) * 1000),
             attempts=attempts,
             finish_reason=finish,
             reasoning=reasoning,
         )
+
+
+def _without_thinking(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` asking the chat template not to think (other template kwargs are kept)."""
+    kwargs = body.get("chat_template_kwargs")
+    merged = {**(kwargs if isinstance(kwargs, Mapping) else {}), **_THINKING_OFF}
+    return {**body, "chat_template_kwargs": merged}
 
 
 def _as_int(value: object) -> int:

@@ -55,6 +55,8 @@ _TRAILING_NUMBER = re.compile(r"(\d+)$")
 DRIVER_GRACE_S = 5.0
 """Extra time the driver waits past a turn's own timeout before giving up on the actor (the
 client enforces the turn's deadline; this only catches a stuck or dead actor)."""
+INLINE_CHECKS_MAX_CHARS = 16_384
+"""Candidates' text up to which ``assess`` checks them on the loop (a few ms of compiling)."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,7 @@ class RayAgentRuntime:
         ready_timeout_s: float = 120.0,
         actor_options: Mapping[str, Any] | None = None,
         structured_output: str = "json_schema",
+        thinking: str = "auto",
     ) -> RayAgentRuntime:
         """Create one pool of ``agents_per_role`` actors per role and wait until all answer.
 
@@ -198,6 +201,8 @@ class RayAgentRuntime:
             ready_timeout_s: how long to wait for the actors to come up.
             actor_options: extra ``.options(...)`` for the actors (e.g. a runtime_env).
             structured_output: how reviews ask for JSON (``council.STRUCTURED_OUTPUT_MODES``).
+            thinking: how a reasoning model thinks, ``auto``, ``on`` or ``off``
+                (``EndpointConfig.thinking``).
 
         Raises:
             AgentRuntimeError: Ray is not initialised, or the actors did not come up in time.
@@ -214,6 +219,7 @@ class RayAgentRuntime:
             retry=retry or RetryPolicy(),
             api_key=api_key,
             structured_output=structured_output,
+            thinking=thinking,
         )
         options: dict[str, Any] = {
             "num_cpus": 0,
@@ -295,15 +301,20 @@ class RayAgentRuntime:
                 raise AgentTurnError(msg) from None
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """The executable checks and scores, in this process (a worker thread, off the loop).
+        """The executable checks and scores, in this process.
 
         Not on an actor: the checks only compile and lint text the caller already holds (nothing
         the model wrote is executed; answers are bounded by ``max_tokens``), about 0.3 ms per
         candidate, while a Ray round trip is 1-20 ms on a loaded machine and queues behind the
-        pool's other calls: it sat on the critical path of every deliberation.
+        pool's other calls: it sat on the critical path of every deliberation. Small inputs are
+        checked on the loop itself: compiling holds the GIL, so a worker thread would not let
+        the loop run meanwhile, only add two thread hand-offs; large ones go to a thread, so
+        that one long answer cannot stall the loop for long.
         """
         if self._closed:
             raise AgentRuntimeError(f"runtime is closed (assessment of {request.deliberation_id})")
+        if sum(len(c.content) for c in request.candidates) <= INLINE_CHECKS_MAX_CHARS:
+            return assess_candidates(request)
         return await asyncio.to_thread(assess_candidates, request)
 
     async def stats(self) -> list[ActorStats]:

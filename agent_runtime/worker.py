@@ -29,6 +29,11 @@ Delivery is explicit, and the rules are:
   carries; a worker that takes it later answers "expired" without calling the model. Each
   attempt gets what is left of the one budget (workers' clocks are assumed NTP-close).
 
+Every log line about a call names its deliberation: the task serving a call is named
+``deliberation:<id>``, the hook ``fleet.logs`` reads (so the client's and the council's lines
+inside the call carry it too), and lines logged outside that task pass it as the record's
+``deliberation_id``. The streams are made with ``replicas`` copies (``FLEET_STREAM_REPLICAS``).
+
 Loop affinity: the loop that runs ``run``. Lifecycle: ``await run()`` until ``await shutdown()``
 (in-flight calls get ``drain_s`` to finish; the rest are nak'ed so another worker takes them at
 once), or ``async with``.
@@ -50,15 +55,15 @@ from typing import Any, Protocol
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig, PubAck
+from nats.js.errors import NotFoundError
 
 from agent_runtime._nats_wire import (
-    DEAD_LETTER_PREFIX,
     DEAD_LETTER_STREAM,
     QueueNames,
     ResultMessage,
     WorkMessage,
+    dead_letter_stream_config,
     decode,
     encode,
 )
@@ -71,7 +76,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.nats_runtime import ensure_streams
+from agent_runtime.nats_runtime import ensure_stream, ensure_streams
 
 __all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
 
@@ -80,6 +85,13 @@ log = logging.getLogger(__name__)
 _ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MAX_FETCHERS = 8
 """Pull subscriptions per worker (see ``run``)."""
+_TASK_PREFIX = "deliberation:"
+"""A task named ``deliberation:<id>`` logs with that id (``fleet.logs``' documented hook)."""
+
+
+def _about(deliberation_id: str) -> dict[str, str]:
+    """``extra`` for a line logged outside the call's task: the id ``fleet.logs`` prints."""
+    return {"deliberation_id": deliberation_id} if deliberation_id else {}
 
 
 class CallExecutor(Protocol):
@@ -119,6 +131,7 @@ class AgentWorker:
         max_deliver: deliveries before a call is dead-lettered.
         retry_delay_s: back-off base between attempts (doubles per delivery, capped at 30 s).
         drain_s: on shutdown, how long in-flight calls may take to finish.
+        replicas: copies of each stream it creates (``FLEET_STREAM_REPLICAS``).
     """
 
     def __init__(
@@ -136,6 +149,7 @@ class AgentWorker:
         worker_id: str | None = None,
         duplicate_window_s: float = 120.0,
         results_max_age_s: float = 3600.0,
+        replicas: int = 1,
     ) -> None:
         if concurrency < 1 or max_deliver < 1 or ack_wait_s <= 0:
             raise ValueError("concurrency and max_deliver must be >= 1, ack_wait_s > 0")
@@ -152,6 +166,7 @@ class AgentWorker:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{self.role}"
         self._dup_window_s = duplicate_window_s
         self._results_max_age_s = results_max_age_s
+        self._replicas = replicas
         self._slots = asyncio.Semaphore(concurrency)
         self._calls: dict[asyncio.Task[None], Msg] = {}
         self._runner: asyncio.Task[None] | None = None
@@ -171,13 +186,15 @@ class AgentWorker:
             self.names,
             duplicate_window_s=self._dup_window_s,
             results_max_age_s=self._results_max_age_s,
+            replicas=self._replicas,
         )
-        try:
-            await self._js.find_stream_name_by_subject(self.names.dead_letter_subject(self.role))
+        try:  # an operator may keep the dead letters in a stream of their own naming
+            name = await self._js.find_stream_name_by_subject(
+                self.names.dead_letter_subject(self.role)
+            )
         except NotFoundError:
-            with contextlib.suppress(BadRequestError):  # another process made it meanwhile
-                config = StreamConfig(name=DEAD_LETTER_STREAM, subjects=[f"{DEAD_LETTER_PREFIX}.>"])
-                await self._js.add_stream(config)
+            name = DEAD_LETTER_STREAM
+        await ensure_stream(self._js, dead_letter_stream_config(self._replicas, name))
         # Create or update: every worker of the role states the same settings.
         await self._js.add_consumer(
             self.names.work_stream,
@@ -241,7 +258,11 @@ class AgentWorker:
         self._calls.pop(task, None)
         self._slots.release()
         if not task.cancelled() and task.exception() is not None:
-            log.error("worker %s: call crashed: %r", self.worker_id, task.exception())
+            name = task.get_name()
+            d_id = name[len(_TASK_PREFIX) :] if name.startswith(_TASK_PREFIX) else ""
+            log.error(
+                "worker %s: call crashed: %r", self.worker_id, task.exception(), extra=_about(d_id)
+            )
 
     # -- one delivery
 
@@ -252,6 +273,9 @@ class AgentWorker:
         except (ValueError, KeyError, TypeError) as e:
             await self._dead_letter(msg, None, f"unreadable work message: {e}")
             return
+        task = asyncio.current_task()
+        if task is not None and work.deliberation_id:
+            task.set_name(f"{_TASK_PREFIX}{work.deliberation_id}")
         remaining = work.deadline - time.time()
         if remaining <= 0:
             self.stats.expired += 1
@@ -333,7 +357,7 @@ class AgentWorker:
             dead_lettered=dead_lettered,
         )
         try:
-            await self._publish_result(result)  # returns once JetStream has stored it
+            stored = await self._publish_result(result)  # returns once JetStream has stored it
             if msg.reply:
                 # A lost ack costs a redelivery whose answer the results stream dedupes.
                 await msg.ack()
@@ -341,13 +365,22 @@ class AgentWorker:
             # Not stored or not acked: the ack wait hands the work to another attempt.
             log.warning("worker %s: result for %s not stored: %s", self.worker_id, work.key, e)
             return
+        if stored.duplicate:  # the call ran twice: worth knowing (a stall past the ack wait)
+            log.warning(
+                "worker %s: %s %s was answered already (redelivered after a stall or a lost "
+                "ack); this answer is dropped",
+                self.worker_id,
+                work.kind,
+                work.key,
+            )
         if error:
             self.stats.failed += 1
         else:
             self.stats.answered += 1
 
-    async def _publish_result(self, result: ResultMessage) -> None:
-        await self._js.publish(
+    async def _publish_result(self, result: ResultMessage) -> PubAck:
+        """Store ``result``; a second answer to one call is refused by the stream's dedupe."""
+        return await self._js.publish(
             self.names.result_subject(result.kind, result.key),
             result.to_bytes(),
             headers={"Nats-Msg-Id": f"result:{result.kind}:{result.key}"},
@@ -356,7 +389,10 @@ class AgentWorker:
     async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> None:
         """Park the work with its reason, answer the caller with that reason, drop the work."""
         meta = msg.metadata
-        await self._park(msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason)
+        d_id = work.deliberation_id if work is not None else ""
+        await self._park(
+            msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason, d_id
+        )
         if work is not None:
             await self._answer(msg, work, None, error=reason, dead_lettered=True)
         else:
@@ -364,9 +400,16 @@ class AgentWorker:
                 await msg.term()
 
     async def _park(
-        self, data: bytes, subject: str, seq: int, deliveries: int, reason: str
+        self, data: bytes, subject: str, seq: int, deliveries: int, reason: str, d_id: str
     ) -> None:
-        log.warning("worker %s: work %s#%d dead-lettered: %s", self.worker_id, subject, seq, reason)
+        log.warning(
+            "worker %s: work %s#%d dead-lettered: %s",
+            self.worker_id,
+            subject,
+            seq,
+            reason,
+            extra=_about(d_id),
+        )
         headers = {
             "Fleet-Dead-Letter-Reason": reason[:1000],
             "Fleet-Original-Subject": subject,
@@ -397,8 +440,9 @@ class AgentWorker:
             reason = f"{work.kind} {work.key}: {reason}"
         except (ValueError, KeyError, TypeError):
             work = None
+        d_id = work.deliberation_id if work is not None else ""
         try:
-            await self._park(data, raw.subject or "", seq, deliveries, reason)
+            await self._park(data, raw.subject or "", seq, deliveries, reason, d_id)
             if work is not None:
                 await self._publish_result(
                     ResultMessage(
@@ -414,7 +458,9 @@ class AgentWorker:
                 self.stats.failed += 1
             await self._js.delete_msg(self.names.work_stream, seq)
         except (NatsError, TimeoutError, NotFoundError) as e:
-            log.warning("worker %s: could not park work #%d: %s", self.worker_id, seq, e)
+            log.warning(
+                "worker %s: could not park work #%d: %s", self.worker_id, seq, e, extra=_about(d_id)
+            )
 
     # -- lifecycle
 

@@ -49,6 +49,7 @@ def worker_endpoint(settings: Settings, llm_url: str, model: str) -> Any:
         model=model,
         max_in_flight=settings.worker_concurrency,
         structured_output=structured_output_mode(settings),
+        thinking=settings.llm_thinking,
     )
 
 
@@ -86,6 +87,7 @@ async def start_workers(
                 max_deliver=settings.worker_max_deliver,
                 duplicate_window_s=settings.agent_queue_dedupe_window,
                 drain_s=drain_s,
+                replicas=settings.stream_replicas,
             )
             if per_role > 1:
                 worker.worker_id += f":{i}"
@@ -119,6 +121,7 @@ async def make_agent_runtime(
         queue_names(settings),
         duplicate_window_s=settings.agent_queue_dedupe_window,
         assess_timeout_s=max(settings.agent_call_timeout, 30.0),
+        replicas=settings.stream_replicas,
     )
     stack.push_async_callback(runtime.close)
     where = f"NATS work queue {runtime.names.work_stream}"

@@ -16,7 +16,16 @@ Metric names:
   update_in_order
   (``ObservedStore``, wrapped around the store the API and dispatcher use).
 * ``fleet_projection_lag_events{projection}`` and ``fleet_stream_head``: read at scrape time.
-* ``fleet_dispatcher_active_deliberations``: the dispatcher's queue depth (its ``active``).
+* ``fleet_dispatcher_active_deliberations``: deliberations this dispatcher is driving.
+* ``fleet_dispatcher_pending_notices{state}``: work waiting for the dispatchers, read from the
+  work queue's shared consumer: ``waiting`` (no dispatcher has it yet), ``claimed`` (one drives
+  it, or one died with it and the lease has not lapsed). The same for every process that reports
+  it: aggregate with ``max``.
+* ``fleet_agent_pending_calls{role,state}``: the NATS agent backend's calls per role, from the
+  role's worker consumer: ``waiting`` (for a worker: the autoscaling signal), ``running`` (taken,
+  not answered yet). Both families are read every few seconds (``track_queues``), not at scrape
+  time: a scrape runs on another thread than NATS. While NATS cannot be read they are absent
+  rather than stale.
 * ``fleet_watch_streams``: open StreamDeliberation watchers.
 """
 
@@ -27,13 +36,19 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
+import nats
+from nats.errors import Error as NatsError
+from nats.js.errors import NotFoundError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from agent_runtime._nats_wire import QueueNames
+from agent_runtime.nats_pull import close_connection
 from aggregates import Deliberation
 from fleet import logs
 from fleet.telemetry import TraceContexts, span, tracing_on
@@ -53,7 +68,7 @@ _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120, 300)
 
 
 class _Lag(Collector):
-    def __init__(self, head: Callable[[], int], runners: Sequence[Any]) -> None:
+    def __init__(self, head: Callable[[], int | None], runners: Sequence[Any]) -> None:
         self._head = head
         self._runners = runners
 
@@ -70,6 +85,85 @@ class _Lag(Collector):
         for r in self._runners:
             lag.add_metric([str(r.name)], max(0, head - int(r.position())))
         yield lag
+
+
+@dataclass(frozen=True)
+class QueueProbe:
+    """One JetStream work queue whose backlog is exported, and under which labels."""
+
+    stream: str
+    durable: str
+    """The consumer its processes share; until one made it, the stream's messages are counted."""
+    subjects: str | None = None
+    """The consumer's filter (one role's subjects), for counting the stream before it exists."""
+    role: str = ""
+    """Empty for the dispatchers' notices; the role of an agent call queue."""
+
+
+def dispatcher_queue(stream: str, durable: str = "fleet-dispatchers") -> QueueProbe:
+    """The dispatchers' work queue (``fleet.worksharing``: ``<stream>_WORK``, one consumer)."""
+    return QueueProbe(stream, durable)
+
+
+def agent_queues(names: QueueNames, roles: Iterable[str]) -> list[QueueProbe]:
+    """The NATS agent backend's call queue of each role (``agents-<ROLE>`` consumers)."""
+    return [
+        QueueProbe(names.work_stream, names.worker_durable(r), names.role_filter(r), r.upper())
+        for r in roles
+    ]
+
+
+async def queue_depth(js: Any, probe: QueueProbe) -> tuple[int, int]:
+    """(waiting, taken) on the probe's queue: the consumer's pending and ack-pending counts."""
+    try:
+        info = await js.consumer_info(probe.stream, probe.durable)
+        return int(info.num_pending or 0), int(info.num_ack_pending or 0)
+    except NotFoundError:  # no dispatcher or worker of the role started yet: all is waiting
+        pass
+    try:
+        stream = await js.stream_info(probe.stream, subjects_filter=probe.subjects)
+    except NotFoundError:  # nothing was ever queued
+        return 0, 0
+    if probe.subjects is None:
+        return int(stream.state.messages or 0), 0
+    return sum((stream.state.subjects or {}).values()), 0
+
+
+class _QueueDepths(Collector):
+    """The last depths read; ``collect`` (the scrape thread) reads a dict the loop replaces."""
+
+    def __init__(self) -> None:
+        self.values: dict[QueueProbe, tuple[int, int]] = {}
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        notices = GaugeMetricFamily(
+            "fleet_dispatcher_pending_notices",
+            "Deliberations on the dispatchers' work queue: waiting, or claimed by a dispatcher",
+            labels=["state"],
+        )
+        calls = GaugeMetricFamily(
+            "fleet_agent_pending_calls",
+            "Agent calls on the NATS backend's queue per role: waiting, or running on a worker",
+            labels=["role", "state"],
+        )
+        for probe, (waiting, taken) in self.values.items():
+            if probe.role:
+                calls.add_metric([probe.role, "waiting"], waiting)
+                calls.add_metric([probe.role, "running"], taken)
+            else:
+                notices.add_metric(["waiting"], waiting)
+                notices.add_metric(["claimed"], taken)
+        yield notices
+        yield calls
+
+    async def refresh(self, js: Any, probes: Sequence[QueueProbe]) -> None:
+        values: dict[QueueProbe, tuple[int, int]] = {}
+        for probe in probes:
+            try:
+                values[probe] = await queue_depth(js, probe)
+            except (NatsError, TimeoutError) as e:  # absent, not stale, until NATS answers
+                log.debug("metrics: queue %s/%s unreadable: %r", probe.stream, probe.durable, e)
+        self.values = values
 
 
 class FleetMetrics:
@@ -100,6 +194,9 @@ class FleetMetrics:
         )
         self._server: Any = None
         self._task: asyncio.Task[None] | None = None
+        self._queues = _QueueDepths()
+        self._queues_task: asyncio.Task[None] | None = None
+        self._queues_nc: Any = None
 
     def observe(self, e: Any) -> None:
         """Count one domain event."""
@@ -114,7 +211,7 @@ class FleetMetrics:
         elif isinstance(e, Deliberation.AgentFailed):
             self.agent_failures.inc()
 
-    def track_projections(self, head: Callable[[], int], runners: Sequence[Any]) -> None:
+    def track_projections(self, head: Callable[[], int | None], runners: Sequence[Any]) -> None:
         self.registry.register(_Lag(head, runners))
 
     def track_dispatcher(self, dispatcher: Any) -> None:
@@ -122,6 +219,27 @@ class FleetMetrics:
 
     def track_watchers(self, hub: Any) -> None:
         self.watch_streams.set_function(lambda: float(hub.watchers))
+
+    async def track_queues(
+        self, nats_url: str, probes: Sequence[QueueProbe], *, interval_s: float = 5.0
+    ) -> None:
+        """Export the backlog of ``probes`` (``dispatcher_queue``, ``agent_queues``), read every
+        ``interval_s`` on a NATS connection of the metrics' own (closed by ``stop``)."""
+        if self._queues_task is not None:
+            raise RuntimeError("track_queues: already tracking queues")
+        self._queues_nc = await nats.connect(
+            nats_url, name="fleet-metrics", max_reconnect_attempts=-1
+        )
+        js = self._queues_nc.jetstream()
+        await self._queues.refresh(js, probes)  # the first scrape already has them
+        self.registry.register(self._queues)
+
+        async def poll() -> None:
+            while True:
+                await asyncio.sleep(interval_s)
+                await self._queues.refresh(js, probes)
+
+        self._queues_task = asyncio.create_task(poll(), name="metrics-queues")
 
     async def follow(self, hub: Any) -> None:
         """Observe every event the hub routes, until cancelled or the hub stops."""
@@ -136,17 +254,26 @@ class FleetMetrics:
 
     def start(self, hub: Any, host: str, port: int) -> int:
         """Serve /metrics on (host, port) and follow ``hub``; returns the bound port."""
+        bound = self.serve(host, port)
+        self._task = asyncio.create_task(self.follow(hub), name="metrics")
+        return bound
+
+    def serve(self, host: str, port: int) -> int:
+        """Serve /metrics on (host, port) with no event feed (``fleet worker``); the bound port."""
         from prometheus_client import start_http_server
 
         self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-        self._task = asyncio.create_task(self.follow(hub), name="metrics")
         return int(self._server.server_address[1])
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        for task in (self._task, self._queues_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._task = self._queues_task = None
+        if self._queues_nc is not None:
+            await close_connection(self._queues_nc)
+            self._queues_nc = None
         if self._server is not None:
             await asyncio.to_thread(self._server.shutdown)
             self._server.server_close()

@@ -77,7 +77,11 @@ async def start_agents(
     if settings.agent_runtime == "local":
         runtime: Any = LocalAgentRuntime(
             EndpointConfig(
-                llm_url, model, max_in_flight=settings.llm_max_in_flight, structured_output=mode
+                llm_url,
+                model,
+                max_in_flight=settings.llm_max_in_flight,
+                structured_output=mode,
+                thinking=settings.llm_thinking,
             ),
             tuple(roles),
         )
@@ -96,6 +100,7 @@ async def start_agents(
         settings.actors_per_role,
         max_in_flight=settings.llm_max_in_flight,
         structured_output=mode,
+        thinking=settings.llm_thinking,
     )
     stack.push_async_callback(runtime.close)
     return runtime, settings.ray_address or f"local {info.get('address', '')}"
@@ -118,7 +123,7 @@ async def start_dispatch(
         from fleet.worksharing import JetStreamWorkQueue
 
         work_queue = await JetStreamWorkQueue.connect(
-            nats_url, stream=f"{s.stream}_WORK", lease_s=s.work_lease_s
+            nats_url, stream=f"{s.stream}_WORK", lease_s=s.work_lease_s, replicas=s.stream_replicas
         )
         stack.push_async_callback(work_queue.close)
     dispatcher = DeliberationDispatcher(
@@ -149,6 +154,6 @@ async def start_dispatch(
     if s.plan_consumer:
         from fleet.planning import PlanApprovalConsumer
 
-        consumer = await PlanApprovalConsumer.connect(nats_url, store)
+        consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
         await stack.enter_async_context(consumer)
     return DispatchParts(dispatcher, plans, work_queue, consumer)

@@ -30,9 +30,10 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
-from nats.js.errors import APIError, BadRequestError
+from nats.js.errors import APIError
 
 from agent_runtime.nats_pull import close_connection, pull_batches
+from agent_runtime.nats_runtime import ensure_stream
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class JetStreamWorkQueue:
         nc: connected NATS client (closed by ``close`` when ``owns_connection``).
         stream: the work stream's name (one per Fleet installation: per event stream).
         lease_s: how long a silent owner keeps its notices (the consumer's ack wait).
+        replicas: copies of the work stream (``FLEET_STREAM_REPLICAS``; an existing stream is
+            kept as it is, with a warning when it has fewer).
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class JetStreamWorkQueue:
         durable: str = "fleet-dispatchers",
         lease_s: float = 10.0,
         owns_connection: bool = False,
+        replicas: int = 1,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -87,6 +91,7 @@ class JetStreamWorkQueue:
         self._durable = durable
         self.lease_s = lease_s
         self._owns = owns_connection
+        self.replicas = replicas
         self._ready = False
         self.offered = 0
 
@@ -109,11 +114,9 @@ class JetStreamWorkQueue:
             discard=DiscardPolicy.NEW,
             discard_new_per_subject=True,
             duplicate_window=120.0,
+            num_replicas=self.replicas,
         )
-        try:
-            await self._js.add_stream(config)
-        except BadRequestError as e:  # created by another process with the same name
-            log.debug("work stream %s: %s", self.stream, e)
+        await ensure_stream(self._js, config)
         self._ready = True
 
     def _subject(self, d_id: UUID) -> str:

@@ -170,6 +170,25 @@ def test_images_are_pinned_and_fleet_is_one_image() -> None:
     assert {i for i in images if _is_fleet(i)} == {_fleet_image()}
 
 
+def test_the_ray_cluster_runs_fleets_image() -> None:
+    """Ray workers import agent_runtime, the NATS client and the rest of Fleet: a stock Ray image
+    has none of them (the seed's system lost weeks to that), so the head and every worker group
+    run the image built from deploy/Dockerfile, in Kubernetes and in compose alike."""
+    clusters = [d for d in _k8s_docs() if d["kind"] == "RayCluster"]
+    assert clusters, "no KubeRay RayCluster"
+    for rc in clusters:
+        groups = rc["spec"].get("workerGroupSpecs") or []
+        assert groups, f"RayCluster {rc['metadata']['name']} has no worker group"
+        pods = [("head", rc["spec"]["headGroupSpec"])] + [(g["groupName"], g) for g in groups]
+        for group, spec in pods:
+            containers = spec["template"]["spec"]["containers"]
+            assert containers, f"{rc['metadata']['name']} {group}: no container"
+            for c in containers:
+                where = f"{rc['metadata']['name']} {group}/{c['name']}"
+                assert c["image"] == _fleet_image(), f"{where} runs {c['image']}"
+    assert _compose()["services"]["ray-head"]["image"] == _fleet_image()
+
+
 def test_production_settings() -> None:
     cm = next(d for d in _k8s_docs() if d["metadata"]["name"] == FLEET_CONFIG)["data"]
     assert cm["FLEET_STREAM_REPLICAS"] == "3"

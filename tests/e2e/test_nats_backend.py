@@ -5,7 +5,11 @@ processes, and the load generator as the endpoint (canned text: it claims nothin
 * on ``fleet up``'s in-process workers a deliberation completes with three proposals, and an
   agent whose every call fails is dead-lettered with the reason and recorded as ``AgentFailed``;
 * a ``fleet worker`` SIGKILLed mid-call: after the ack wait the call goes to another worker and
-  the deliberation completes with each (agent, round) recorded once.
+  the deliberation completes with each (agent, round) recorded once;
+* a ``fleet worker`` paused past the ack wait (SIGSTOP) and resumed: its calls were redelivered
+  to a second worker meanwhile, so two workers answer each call; each (agent, round) is still
+  recorded once and the deliberation completes;
+* ``fleet worker`` with ``FLEET_METRICS_PORT`` serves its role's queue depth on ``/metrics``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,10 +28,14 @@ from typing import Any
 
 import nats
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agent_runtime._nats_wire import DEAD_LETTER_STREAM, QueueNames, WorkMessage
+from agent_runtime.api import AgentTurn, Sampling
+from agent_runtime.nats_runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
 from fleet.application import FleetApplication
+from fleet.embedded._process import free_port
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
 from tests.e2e._processes import FLEET, REPO, FleetProcess
@@ -218,3 +227,121 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
     assert set(answers(evs).values()) == {1}, "each (agent, round) recorded once"
     assert turn_calls(lg, "dev-agent-1") == 2, "the killed worker's call was redelivered once"
     app.close()
+
+
+async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_once(
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+) -> None:
+    """A pause longer than the ack wait (a stalled loop, a frozen VM) is not a death: the paused
+    worker still answers when it resumes, after its calls went to another worker."""
+    stream = nats_env["NATS_STREAM"]
+    app = await asyncio.to_thread(FleetApplication, nats_env)
+    store = ApplicationDeliberationStore(app)
+    agents = ("dev-agent-1", "dev-agent-2", "dev-agent-3")
+    async with LoadGenServer("instant", delay_s=3.0) as lg:  # slow: the answers are still coming
+        env = backend_env(nats_url, stream, lg.url, FLEET_LOCAL_WORKERS="0")
+        node = FleetProcess(tmp_path / "d", "dispatcher", env)
+        first = WorkerProcess(tmp_path / "w1.log", env, "--role", "DEV")
+        workers = [first]
+        try:
+            await asyncio.to_thread(node.wait_ready)
+            d_id = await request(store, "DEV")
+            await until(lambda: all(turn_calls(lg, a) == 1 for a in agents))
+            os.kill(first.proc.pid, signal.SIGSTOP)  # mid-call: no heart-beats, no answers
+            try:
+                workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
+                await until(lambda: all(turn_calls(lg, a) == 2 for a in agents))
+            finally:
+                os.kill(first.proc.pid, signal.SIGCONT)  # answers the calls it still holds
+            lg.delay_s = 0.0  # the second worker's calls are already under way
+
+            async def done() -> bool:
+                return (await store.get(d_id)).is_terminal
+
+            await until(done, timeout=60)
+            await until(lambda: lg.counters.in_flight == 0)  # both workers got every answer
+        finally:
+            for w in workers:
+                w.stop()
+            node.stop()
+    d = await store.get(d_id)
+    assert d.status.value == "COMPLETED", (d.status, d.reason, node.tail())
+    assert all(turn_calls(lg, a) == 2 for a in agents), "each call answered by both workers"
+    assert lg.counters.failed == 0
+    evs = list(await store.history(d_id))
+    received = [e for e in evs if isinstance(e, Deliberation.ProposalReceived)]
+    assert sorted(e.agent_id for e in received) == list(agents)
+    assert set(answers(evs).values()) == {1}, "each (agent, round) recorded once"
+    # The second answer to each call was stored by nobody, and its worker said so, naming the
+    # deliberation (``fleet worker`` logs the id on every line about a call).
+    logs = "".join(w.log_path.read_text(errors="replace") for w in workers)
+    dropped = [line for line in logs.splitlines() if "was answered already" in line]
+    assert len(dropped) == len(agents), logs
+    assert all(f"[{d_id}]" in line for line in dropped), dropped
+    app.close()
+
+
+def scrape(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            return str(resp.read().decode())
+    except OSError:
+        return ""  # not serving yet
+
+
+async def pending_calls(port: int, role: str) -> dict[str, float]:
+    """``fleet_agent_pending_calls`` of ``role`` by state, as Prometheus scrapes it."""
+    text = await asyncio.to_thread(scrape, port)  # off the loop: the load generator runs on it
+    return {
+        sample.labels["state"]: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "fleet_agent_pending_calls"
+        for sample in family.samples
+        if sample.labels.get("role") == role
+    }
+
+
+async def idle(port: int) -> bool:
+    return await pending_calls(port, "DEV") == {"waiting": 0, "running": 0}
+
+
+async def busy(port: int) -> bool:
+    return await pending_calls(port, "DEV") == {"waiting": 1, "running": 1}
+
+
+async def test_fleet_worker_serves_its_roles_queue_depth_on_metrics(
+    tmp_path: Path, nats_url: str, nats_stream: str
+) -> None:
+    port = free_port()
+    runtime = await NatsAgentRuntime.connect(nats_url, QueueNames(nats_stream))
+    # Each answer takes longer than the gauges' refresh (5 s), so each state is seen.
+    async with LoadGenServer("instant", delay_s=6.0) as lg:
+        env = backend_env(nats_url, nats_stream, lg.url, FLEET_METRICS_PORT=str(port))
+        worker = WorkerProcess(tmp_path / "w.log", env, "--role", "DEV", "--concurrency", "1")
+        try:
+            await until(lambda: idle(port))
+            calls = [
+                asyncio.create_task(
+                    runtime.run_turn(
+                        AgentTurn(
+                            deliberation_id="d-metrics",
+                            agent_id=f"dev-agent-{i}",
+                            role="DEV",
+                            round=0,
+                            task=TASK,
+                            sampling=Sampling(model="loadgen"),
+                            timeout_s=30.0,
+                        )
+                    )
+                )
+                for i in (1, 2)
+            ]
+            # One call at a time: one runs while the other waits for the worker.
+            await until(lambda: busy(port))
+            await asyncio.gather(*calls)
+            await until(lambda: idle(port))
+        finally:
+            worker.stop()
+            await runtime.close()
+    said = " ".join(worker.log_path.read_text().split())  # the console wraps long lines
+    assert f"metrics http://127.0.0.1:{port}/metrics" in said

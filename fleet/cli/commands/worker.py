@@ -3,6 +3,8 @@
 Start as many as the load needs, on any machine that reaches NATS and the model endpoint; the
 workers of a role share one durable consumer, so each call goes to one of them. SIGTERM lets
 in-flight calls finish (``--drain`` seconds) and hands the rest back to the queue at once.
+With ``FLEET_METRICS_PORT`` it serves ``/metrics`` with its roles' queue depth
+(``fleet_agent_pending_calls{role,state}``): what an autoscaler of worker pods reads.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import asyncio
 import contextlib
 import os
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cli._common import CliError, console, data_dir, settings
+
+if TYPE_CHECKING:
+    from fleet.config import Settings
 
 
 def register(sub: Any) -> None:
@@ -50,6 +55,21 @@ def _roles(raw: list[str] | None) -> list[str]:
     if unknown:
         raise CliError(f"--role {', '.join(unknown)}: not one of {', '.join(every)}", code=2)
     return roles
+
+
+async def _serve_metrics(
+    stack: contextlib.AsyncExitStack, s: Settings, nats_url: str, names: Any, roles: list[str]
+) -> str:
+    """With ``FLEET_METRICS_PORT``: /metrics with the served roles' pending calls; where."""
+    if not s.metrics_port:
+        return ""
+    from fleet.metrics import FleetMetrics, agent_queues
+
+    metrics = FleetMetrics()
+    stack.push_async_callback(metrics.stop)
+    await metrics.track_queues(nats_url, agent_queues(names, roles))
+    port = metrics.serve(s.metrics_host, s.metrics_port)
+    return f"; metrics http://{s.metrics_host}:{port}/metrics"
 
 
 async def cmd_worker(args: argparse.Namespace) -> None:
@@ -96,9 +116,11 @@ async def cmd_worker(args: argparse.Namespace) -> None:
             roles=roles,
             drain_s=args.drain,
         )
+        names = workers[0].names
+        where = await _serve_metrics(stack, s, str(nats_url), names, roles)
         console.print(
             f"worker serving {', '.join(roles)} x{s.worker_concurrency} "
-            f"from {workers[0].names.work_stream} on {nats_url}; model endpoint {llm_url}"
+            f"from {names.work_stream} on {nats_url}; model endpoint {llm_url}{where}"
         )
         await stop.wait()
     console.print("worker stopped.")

@@ -15,6 +15,7 @@ from agent_runtime.openai_client import (
     EmptyCompletionError,
     OpenAIChatClient,
     RetryPolicy,
+    ThinkingBudgetError,
     chat_completions_url,
     split_reasoning,
 )
@@ -109,6 +110,65 @@ async def test_think_blocks_are_stripped_not_the_answer(loadgen_factory: LoadGen
         done = await c.chat(MESSAGES)
     assert "<think>" not in done.content and done.content.startswith("Plan")
     assert "keep it small" in done.reasoning and "vLLM's parser" in done.reasoning
+
+
+THINKING_OFF = {"enable_thinking": False}
+
+
+async def test_auto_asks_again_without_thinking_when_thinking_ate_the_budget(
+    loadgen_factory: LoadGenFactory,
+) -> None:
+    lg = await loadgen_factory("overthink")
+    async with client(lg.url) as c:  # thinking="auto" is the default
+        done = await c.chat(MESSAGES, max_tokens=40, seed=3, user="agent-1")
+    assert done.thinking_retried and done.attempts == 2
+    assert done.content.startswith("Plan") and "<think>" not in done.content
+    first, second = lg.requests
+    assert "chat_template_kwargs" not in first  # a model's own default is tried first
+    assert second["chat_template_kwargs"] == THINKING_OFF
+    assert (second["max_tokens"], second["seed"], second["user"]) == (40, 3, "agent-1")
+
+
+async def test_on_lets_a_think_only_answer_fail_with_its_reason(
+    loadgen_factory: LoadGenFactory,
+) -> None:
+    lg = await loadgen_factory("overthink")
+    async with client(lg.url, thinking="on") as c:
+        with pytest.raises(ThinkingBudgetError, match="only reasoning, finish_reason='length'"):
+            await c.chat(MESSAGES, max_tokens=40)
+    assert len(lg.requests) == 1
+
+
+async def test_off_turns_thinking_off_in_every_request_keeping_other_kwargs(
+    loadgen_factory: LoadGenFactory,
+) -> None:
+    lg = await loadgen_factory("overthink")
+    async with client(lg.url, thinking="off") as c:
+        done = await c.chat(
+            MESSAGES, extra_body={"chat_template_kwargs": {"custom": 1}, "top_k": 5}
+        )
+    assert done.content.startswith("Plan") and not done.thinking_retried
+    (sent,) = lg.requests
+    assert sent["chat_template_kwargs"] == {"custom": 1, **THINKING_OFF} and sent["top_k"] == 5
+
+
+async def test_auto_retries_only_for_thinking_not_for_an_empty_answer(
+    loadgen_factory: LoadGenFactory,
+) -> None:
+    lg = await loadgen_factory("empty")
+    async with client(lg.url) as c:
+        with pytest.raises(EmptyCompletionError) as e:
+            await c.chat(MESSAGES)
+    assert type(e.value) is EmptyCompletionError and len(lg.requests) == 1
+    lg = await loadgen_factory("instant")
+    async with client(lg.url) as c:
+        assert not (await c.chat(MESSAGES)).thinking_retried
+    assert "chat_template_kwargs" not in lg.requests[0]  # servers see what they always saw
+
+
+def test_an_unknown_thinking_mode_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="thinking must be one of auto, on, off, got 'maybe'"):
+        OpenAIChatClient("http://127.0.0.1:1", model="m", thinking="maybe")
 
 
 async def test_in_flight_is_bounded(loadgen_factory: LoadGenFactory) -> None:

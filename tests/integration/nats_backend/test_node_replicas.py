@@ -1,0 +1,96 @@
+"""A Fleet process started with ``FLEET_STREAM_REPLICAS=3`` creates every stream it needs with
+three replicas: the event stream, the dispatchers' work queue, the NATS agent backend's work and
+results streams, the dead-letter stream and the ``PLANNING`` stream of plan approvals.
+
+On a real three-node JetStream cluster (``nats_cluster``) of the test's own, so every stream on
+it is one Fleet made. First a dispatcher node whose agents are ``fleet worker`` processes
+(``FLEET_LOCAL_WORKERS=0``: the streams are the runtime's and the plan consumer's alone), then
+workers started as ``fleet worker`` starts them, for another installation on the same cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import nats
+import pytest
+from nats.js.errors import NotFoundError
+
+from fleet.agents import start_workers
+from fleet.bootstrap import FleetNode
+from fleet.config import Settings
+from fleet.embedded.loadgen import LoadGenServer
+from tests.fixtures.nats import NatsCluster, unique_stream_name
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def r3_settings(tmp_path: Path, url: str, llm_url: str, stream: str) -> Settings:
+    return Settings.from_env(
+        {
+            "FLEET_STREAM_REPLICAS": "3",
+            "FLEET_DATA_DIR": str(tmp_path),
+            "FLEET_NATS_URL": url,
+            "FLEET_STREAM": stream,
+            "FLEET_VLLM_URL": llm_url,
+            "FLEET_COMPONENTS": "dispatcher",
+            "FLEET_AGENT_BACKEND": "nats",
+            "FLEET_LOCAL_WORKERS": "0",
+            "FLEET_CACHE": "off",
+        }
+    )
+
+
+async def replicas_of_every_stream(url: str) -> dict[str, int]:
+    nc = await nats.connect(url)
+    try:
+        streams = await nc.jetstream().streams_info()
+        return {s.config.name or "?": s.config.num_replicas or 1 for s in streams}
+    finally:
+        await nc.close()
+
+
+async def plan_consumer_ready(url: str, timeout_s: float = 10.0) -> None:
+    """Wait until the plan consumer reads (its streams exist then). By name, not by listing every
+    stream: a cluster answers a list asked while a stream is being placed only after seconds."""
+    nc = await nats.connect(url)
+    js, deadline = nc.jetstream(), asyncio.get_running_loop().time() + timeout_s
+    try:
+        while True:
+            with contextlib.suppress(NotFoundError):
+                await js.consumer_info("PLANNING", "fleet-plans")
+                return
+            assert asyncio.get_running_loop().time() < deadline, "no plan consumer"
+            await asyncio.sleep(0.05)
+    finally:
+        await nc.close()
+
+
+async def test_a_node_and_its_workers_create_every_stream_with_three_replicas(
+    tmp_path: Path, nats_cluster: NatsCluster
+) -> None:
+    url = nats_cluster.url
+    node_stream, workers_stream = unique_stream_name("N"), unique_stream_name("W")
+    async with LoadGenServer("instant") as lg:
+        settings = r3_settings(tmp_path / "node", url, lg.url, node_stream)
+        expected = {
+            node_stream,
+            f"{node_stream}_WORK",
+            f"{node_stream}_AGENT_WORK",
+            f"{node_stream}_AGENT_RESULTS",
+            "FLEET_DEADLETTER",
+            "PLANNING",
+        }
+        async with FleetNode(settings):
+            await plan_consumer_ready(url)  # it sets its streams up in the background
+        assert await replicas_of_every_stream(url) == dict.fromkeys(expected, 3)
+
+        settings = r3_settings(tmp_path / "workers", url, lg.url, workers_stream)
+        async with contextlib.AsyncExitStack() as stack:
+            await start_workers(
+                stack, settings, nats_url=url, llm_url=lg.url, model="loadgen", roles=["DEV"]
+            )
+        expected |= {f"{workers_stream}_AGENT_WORK", f"{workers_stream}_AGENT_RESULTS"}
+        assert await replicas_of_every_stream(url) == dict.fromkeys(expected, 3)
