@@ -161,9 +161,12 @@ class Deliberation(Aggregate):
 
         Version 2 added ``prompt_tokens`` and the sampling (``temperature``, ``seed``,
         ``persona``); version-1 events upcast with those unknown (None, "").
+        Version 3 added ``thinking_retried``: the model spent its whole budget thinking and the
+        answer came from a second call with thinking off. Older events upcast with False (no
+        earlier Fleet retried).
         """
 
-        class_version = 2
+        class_version = 3
 
         agent_id: str
         round: int
@@ -175,10 +178,15 @@ class Deliberation(Aggregate):
         temperature: float | None
         seed: int | None
         persona: str
+        thinking_retried: bool
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state.update(prompt_tokens=0, temperature=None, seed=None, persona="")
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state.update(thinking_retried=False)
 
         def apply(self, aggregate: Any) -> None:
             # A plain apply rather than an @event mutator: eventsourcing re-creates decorated
@@ -450,6 +458,7 @@ class Deliberation(Aggregate):
         temperature: float | None = None,
         seed: int | None = None,
         persona: str = "",
+        thinking_retried: bool = False,
     ) -> bool:
         """Record an answer. Returns False when it came late (recorded, but changes nothing).
 
@@ -484,6 +493,7 @@ class Deliberation(Aggregate):
             temperature=temperature,
             seed=seed,
             persona=persona,
+            thinking_retried=thinking_retried,
         )
         return True
 
@@ -501,6 +511,7 @@ class Deliberation(Aggregate):
         seed: int | None = None,
         persona: str = "",
         addressed: list[str] | None = None,
+        thinking_retried: bool = False,
     ) -> bool:
         """Record a revised proposal for a later round (``round`` >= 1); else as receive_proposal.
 
@@ -534,6 +545,7 @@ class Deliberation(Aggregate):
             seed=seed,
             persona=persona,
             addressed=list(addressed or []),
+            thinking_retried=thinking_retried,
         )
         return True
 

@@ -9,6 +9,7 @@ planning service's ``plan_id``: approving the same plan twice is the same aggreg
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from eventsourcing.domain import Aggregate, event
@@ -21,6 +22,14 @@ DEFAULT_PLAN_ROLES: tuple[Role, ...] = (Role.ARCHITECT, Role.DEV, Role.QA)
 """Roles a plan deliberates on when the approval names none."""
 
 MAX_TASKS = 200
+
+PLAN_ID = re.compile(r"[A-Za-z0-9._:@/-]+")
+"""What a plan id may hold. It becomes part of the task ids of the deliberations the plan spawns
+(``plan:<plan_id>:<ROLE>``), and task ids are 1-128 of letters, digits and ``. _ : @ / -`` (what
+the API accepts and a reader can name); a plan id outside that would spawn deliberations no read
+could ask for."""
+MAX_PLAN_ID = 128 - len(plan_deliberation_task_id("", max((r.value for r in Role), key=len)))
+"""The longest plan id whose every task id (the longest role's included) stays within 128."""
 
 
 class Plan(Aggregate):
@@ -57,10 +66,10 @@ class Plan(Aggregate):
         """Validate an approval and create the aggregate.
 
         Raises:
-            InvalidDeliberationError: no plan_id or story_id, an unknown role, too many tasks.
+            InvalidDeliberationError: no plan_id or story_id, a plan_id its task ids could not
+                carry (see ``PLAN_ID``), an unknown role, too many tasks.
         """
-        if not plan_id.strip():
-            raise InvalidDeliberationError("plan_id", "must not be empty")
+        check_plan_id(plan_id.strip())
         if not story_id.strip():
             raise InvalidDeliberationError("story_id", "must not be empty")
         parsed = [Role.parse(r).value for r in (roles or []) if str(r).strip()]
@@ -139,3 +148,15 @@ class Plan(Aggregate):
     @event(DeliberationsRequested)
     def _deliberations_requested(self, task_ids: list[str]) -> None:
         self.requested_task_ids = list(task_ids)
+
+
+def check_plan_id(plan_id: str) -> None:
+    """Raise InvalidDeliberationError naming ``plan_id`` unless it makes readable task ids."""
+    if not plan_id:
+        raise InvalidDeliberationError("plan_id", "must not be empty")
+    if len(plan_id) > MAX_PLAN_ID or not PLAN_ID.fullmatch(plan_id):
+        raise InvalidDeliberationError(
+            "plan_id",
+            f"{plan_id[:40]!r} is not a plan id (letters, digits, . _ : @ / -; at most "
+            f"{MAX_PLAN_ID} characters): its deliberations' task ids would be unreadable",
+        )

@@ -20,6 +20,9 @@ DEFAULT_REMOTE_MODEL = "Qwen/Qwen3-0.6B"
 
 
 COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents"})
+THINKING_MODES = ("auto", "on", "off")
+"""``FLEET_LLM_THINKING`` (``agent_runtime.openai_client.THINKING_MODES``; settings import no
+agent code, so the names are repeated here and a test keeps the two equal)."""
 
 
 class ConfigError(ValueError):
@@ -95,6 +98,10 @@ class Settings:
     agent_call_timeout: float = 120.0
     llm_max_in_flight: int = 8
     llm_max_tokens: int = 384
+    llm_thinking: str = "auto"
+    """How reasoning models (Qwen3 on vLLM) think: ``auto`` lets them and, when the thinking ate
+    the whole token budget, asks once more with it off (recorded on the proposal); ``on`` never
+    turns it off; ``off`` asks every call without thinking (``chat_template_kwargs``)."""
     components: frozenset[str] = COMPONENTS
     """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
     agents. The event store is always connected; ``dispatcher`` implies ``agents``."""
@@ -185,6 +192,7 @@ class Settings:
             llm_max_in_flight=_int(e, 8, "FLEET_LLM_MAX_IN_FLIGHT"),
             # The embedded 270M model writes ~15-20 tokens/s on 2 cores, one request at a time.
             llm_max_tokens=_int(e, 384 if vllm_url else 128, "FLEET_LLM_MAX_TOKENS"),
+            llm_thinking=(_first(e, "FLEET_LLM_THINKING") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
             metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),
             metrics_host=_first(e, "FLEET_METRICS_HOST") or "127.0.0.1",
@@ -264,6 +272,9 @@ class Settings:
                 f"FLEET_STRUCTURED_OUTPUT={self.structured_output!r}: json_schema, json_object, "
                 "guided_json or none"
             )
+        if self.llm_thinking not in THINKING_MODES:
+            modes = ", ".join(THINKING_MODES)
+            raise ConfigError(f"FLEET_LLM_THINKING={self.llm_thinking!r} must be one of {modes}")
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"FLEET_LOG_FORMAT={self.log_format!r} must be text or json")
 

@@ -12,6 +12,11 @@ story_id, an unknown role) is logged with its reason, parked on the dead-letter 
 reason, the original subject, sequence and delivery count in headers) and terminated. A failure
 that may pass (the event store is down) is nak'ed with back-off, and parked the same way once it
 has been delivered ``max_deliver`` times.
+
+The streams it creates (``PLANNING`` when no stream holds the subject, ``FLEET_DEADLETTER``) get
+``replicas`` copies (``FLEET_STREAM_REPLICAS``), as every other stream of Fleet's does; an
+existing dead-letter stream is raised to it, never lowered. An existing stream that holds the
+plan subject is left as it is: it is the planning service's.
 """
 
 from __future__ import annotations
@@ -30,26 +35,40 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
 
+from agent_runtime._nats_wire import (
+    DEAD_LETTER_PREFIX,
+    DEAD_LETTER_STREAM,
+    dead_letter_stream_config,
+)
 from agent_runtime.nats_pull import pull_batches
+from agent_runtime.nats_runtime import ensure_stream
 from aggregates import InvalidDeliberationError
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from dispatchers.ports import PlanStore
+
+__all__ = [
+    "DEAD_LETTER_STREAM",
+    "DEAD_LETTER_SUBJECT",
+    "PLAN_STREAM",
+    "PLAN_SUBJECT",
+    "PlanApprovalConsumer",
+    "subject_stream",
+]
 
 log = logging.getLogger(__name__)
 
 PLAN_SUBJECT = "planning.plan.approved"
 PLAN_STREAM = "PLANNING"
-DEAD_LETTER_STREAM = "FLEET_DEADLETTER"
-DEAD_LETTER_PREFIX = "fleet.deadletter"
 DEAD_LETTER_SUBJECT = f"{DEAD_LETTER_PREFIX}.{PLAN_SUBJECT}"
 
 
-async def ensure_stream(js: Any, name: str, subject: str) -> str:
-    """The stream that holds ``subject``: an existing one, else a new ``name`` for it."""
+async def subject_stream(js: Any, name: str, subject: str, *, replicas: int = 1) -> str:
+    """The stream that holds ``subject``: an existing one, else a new ``name`` for it with
+    ``replicas`` copies."""
     with contextlib.suppress(NotFoundError):
         found: str = await js.find_stream_name_by_subject(subject)
         return found
-    await js.add_stream(StreamConfig(name=name, subjects=[subject]))
+    await ensure_stream(js, StreamConfig(name=name, subjects=[subject], num_replicas=replicas))
     return name
 
 
@@ -62,6 +81,7 @@ class PlanApprovalConsumer:
         durable: the consumer's name; every Fleet process shares it (each message to one).
         max_deliver: deliveries before a transiently failing message is parked.
         ack_wait_s: how long a delivery may stay unacknowledged before it is redelivered.
+        replicas: copies of the streams it creates (``FLEET_STREAM_REPLICAS``).
     """
 
     def __init__(
@@ -75,6 +95,7 @@ class PlanApprovalConsumer:
         ack_wait_s: float = 30.0,
         owns_connection: bool = False,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
+        replicas: int = 1,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -85,6 +106,7 @@ class PlanApprovalConsumer:
         self._ack_wait_s = ack_wait_s
         self._owns = owns_connection
         self._clock = clock
+        self._replicas = replicas
         self._runner: asyncio.Task[None] | None = None
         self.accepted = 0
         self.parked = 0
@@ -95,8 +117,8 @@ class PlanApprovalConsumer:
         return cls(nc, store, owns_connection=True, **kwargs)
 
     async def run(self) -> None:
-        stream = await ensure_stream(self._js, self._stream, PLAN_SUBJECT)
-        await ensure_stream(self._js, DEAD_LETTER_STREAM, f"{DEAD_LETTER_PREFIX}.>")
+        stream = await subject_stream(self._js, self._stream, PLAN_SUBJECT, replicas=self._replicas)
+        await ensure_stream(self._js, dead_letter_stream_config(self._replicas))
         sub = await self._js.pull_subscribe(
             PLAN_SUBJECT,
             durable=self._durable,

@@ -12,19 +12,25 @@ from aggregates import AgentId, Deliberation, deliberation_id
 from fleet.application import FleetApplication
 
 
-def test_version_1_proposal_events_replay_through_the_upcaster() -> None:
+def _started(task_id: str, *, rounds: int) -> tuple[FleetApplication, Deliberation]:
+    """An in-memory application holding a started one-agent deliberation."""
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     d = Deliberation.request(
-        task_id="old-1",
+        task_id=task_id,
         task="fib",
         role="DEV",
         num_agents=1,
-        rounds=1,
+        rounds=rounds,
         requested_at=datetime.now(tz=UTC),
         timeout_seconds=60,
     )
     d.start()
     app.save(d)
+    return app, d
+
+
+def test_version_1_proposal_events_replay_through_the_upcaster() -> None:
+    app, d = _started("old-1", rounds=1)
     # What a Fleet before class_version 2 wrote: no prompt_tokens, no sampling, no class_version.
     v1_state = {
         "originator_id": {"_type_": "uuid_hex", "_data_": d.id.hex},
@@ -109,3 +115,54 @@ def test_a_request_keeps_the_trace_context_it_was_given() -> None:
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     app.save(d)
     assert app.repository.get(d.id).trace_context == parent
+
+
+def test_version_2_proposals_and_revisions_replay_as_not_retried() -> None:
+    """ProposalReceived v3 (and so ProposalRevised) added ``thinking_retried``: what a Fleet
+    before wrote (class_version 2) loads with False, and a new event keeps what it was given."""
+    app, d = _started("old-3", rounds=3)
+    at = {"_type_": "datetime_iso", "_data_": datetime.now(tz=UTC).isoformat()}
+    v2_state = {
+        "originator_id": {"_type_": "uuid_hex", "_data_": d.id.hex},
+        "timestamp": at, "agent_id": "dev-agent-1", "content": "def fib(n): ...",
+        "model": "m", "tokens": 7, "latency_ms": 12, "prompt_tokens": 3,
+        "temperature": 0.2, "seed": 1, "persona": "", "class_version": 2,
+    }  # fmt: skip
+    old = [
+        (Deliberation.ProposalReceived, {"round": 0}),
+        (Deliberation.ProposalRevised, {"round": 1, "addressed": []}),
+    ]
+    app.recorder.insert_events(
+        [
+            StoredEvent(
+                originator_id=d.id,
+                originator_version=d.version + i,
+                topic=get_topic(cls),
+                state=json.dumps(
+                    {**v2_state, **extra, "originator_version": d.version + i}
+                ).encode(),
+            )
+            for i, (cls, extra) in enumerate(old, start=1)
+        ]
+    )
+    replayed = app.repository.get(d.id)
+    replayed.revise_proposal(
+        agent_id=AgentId("dev-agent-1"),
+        round=2,
+        content="def fib(n): return n",
+        model="qwen3",
+        tokens=9,
+        latency_ms=20,
+        thinking_retried=True,
+    )
+    app.save(replayed)
+
+    events = [e for e in app.events.get(d.id) if isinstance(e, Deliberation.ProposalReceived)]
+    assert [(type(e).__name__, e.round, e.thinking_retried) for e in events] == [
+        ("ProposalReceived", 0, False),
+        ("ProposalRevised", 1, False),
+        ("ProposalRevised", 2, True),
+    ]
+    assert sorted(app.repository.get(d.id).proposals) == [
+        (AgentId("dev-agent-1"), r) for r in (0, 1, 2)
+    ]
