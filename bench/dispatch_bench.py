@@ -87,11 +87,11 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
-def start_loadgen(delay_s: float) -> tuple[subprocess.Popen[bytes], str]:
+def start_loadgen(delay_s: float, spread: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = [sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port), "--mode", "instant"]
     if delay_s:
-        cmd += ["--delay", str(delay_s)]
+        cmd += ["--delay", str(delay_s), "--spread", str(spread)]
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.DEVNULL,
@@ -194,7 +194,7 @@ async def run(args: argparse.Namespace) -> None:
     # cpu+4 threads, which caps concurrent saves well below what JetStream takes.
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(args.threads))
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    lg_proc, lg_url = start_loadgen(args.delay)
+    lg_proc, lg_url = start_loadgen(args.delay, args.spread)
     # Every call of every deliberation in flight may be on the wire at once: the endpoint's
     # in-flight bound (back-pressure by design) must not be what the overhead figure measures.
     max_in_flight = args.max_in_flight or 3 * args.in_flight
@@ -251,8 +251,11 @@ async def run(args: argparse.Namespace) -> None:
 
                 watcher = asyncio.create_task(watch())
                 t0 = time.perf_counter()
+                gap = args.ramp / args.in_flight if args.ramp else 0.0
                 for i in range(n):
                     await slots.acquire()
+                    if gap and i < args.in_flight:
+                        await asyncio.sleep(gap)
                     d = Deliberation.request(
                         task_id=f"bench-{tag}-{uuid.uuid4().hex[:8]}-{i}",
                         task="Write a Python function that returns the n-th Fibonacci number",
@@ -406,6 +409,10 @@ def main() -> None:
         type=int,
         default=0,
         help="endpoint in-flight bound (FLEET_LLM_MAX_IN_FLIGHT); default 3 × --in-flight",
+    )
+    p.add_argument("--spread", type=float, default=0.0, help="delay × (1 ± spread)")
+    p.add_argument(
+        "--ramp", type=float, default=0.0, help="seconds over which the first ones start"
     )
     p.add_argument("--warmup", type=int, default=10, help="deliberations run first, not counted")
     p.add_argument("--raw-saves", type=int, default=300)

@@ -23,10 +23,12 @@ With a ``WorkQueue`` several dispatcher processes share the work: every one foll
 offers each new deliberation to the queue, and drives only those the queue hands it (see
 ``ports.WorkQueue``). Without one, this process drives every open deliberation.
 
-Latency: the first calls go out while Started is written (no answer is recorded before it), the
-scores and the decision are ordered one-event writes rather than one atomic batch, and the
-driver reads its own last state between steps (``last_known``) instead of a replay. Each of these
-removed a sequential store step from every deliberation's critical path (issue 5).
+Latency: the first calls go out while Started is written (no answer is recorded before it); the
+peer ratings go out while the last round's answers are written (no rating is recorded before
+them), from the driver's own copy of the deliberation with those answers applied; the scores and
+the decision are ordered one-event writes rather than one atomic batch, and the driver reads its
+own last state between steps (``last_known``) instead of a replay. Each of these removed a
+sequential store step from every deliberation's critical path (issue 5).
 
 (Over 400 lines on purpose: one deliberation's steps wait on each other through the driver's
 state, Started before answers, answers before reviews, scores before the decision, and read best
@@ -123,6 +125,9 @@ class DeliberationDispatcher:
         self._claims: dict[UUID, Claim] = {}
         self._starting: dict[UUID, asyncio.Future[Deliberation]] = {}
         """Started writes still in flight, by deliberation (see ``_start_and_drive``)."""
+        self._answers: dict[UUID, list[asyncio.Future[None]]] = {}
+        """Answer writes still in flight, by deliberation (see ``_turn``): reviews and scores
+        are recorded only once these are stored."""
         self._runner: asyncio.Task[None] | None = None
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
@@ -213,6 +218,8 @@ class DeliberationDispatcher:
         try:
             await asyncio.wait_for(self._start_and_drive(d), timeout=max(0.0, remaining))
         except TimeoutError:
+            # Answers received before the deadline are kept: they land before TimedOut.
+            await self._answers_stored(d_id, raising=False)
             await self._time_out(d_id)
         except DeliberationClosedError:
             return  # closed by someone else (a cancel, another process's timeout)
@@ -228,6 +235,8 @@ class DeliberationDispatcher:
             started = self._starting.pop(d_id, None)
             if started is not None and not started.done():
                 started.cancel()
+            for write in self._answers.pop(d_id, []):  # left to land, or to fail, on their own
+                write.add_done_callback(_retrieved)
 
     async def _start_and_drive(self, d: Deliberation) -> None:
         """Record Started while the first calls are already on their way.
@@ -276,6 +285,8 @@ class DeliberationDispatcher:
             if round_no == 0:
                 await asyncio.gather(*(self._turn(d, a, 0) for a in d.outstanding(0)))
             else:
+                await self._answers_stored(d_id)
+                d = await self._store.last_known(d_id)
                 if len(d.participants(round_no)) < 2:
                     break  # nobody to learn from: the proposals stand
                 await self._critique_round(d_id, round_no)
@@ -284,13 +295,17 @@ class DeliberationDispatcher:
                 await asyncio.gather(
                     *(self._turn(d, a, round_no) for a in d.participants(round_no) if a not in done)
                 )
-            d = await self._store.last_known(d_id)
+        # ``d`` is the driver's copy with this round's answers applied; their writes may still be
+        # in flight, and the ratings below wait for them before they are recorded.
         if d.is_terminal:
             return
         if self._options.peer_review and len(d.final_proposals()) >= 2:
             raters = [a for a in d.final_proposals() if a not in d.rated()]
             await asyncio.gather(*(self._review(d, a, "rate", d.rounds - 1) for a in raters))
-            d = await self._store.last_known(d_id)
+        await self._answers_stored(d_id)
+        d = await self._store.last_known(d_id)
+        if d.is_terminal:
+            return
         await self._score_and_complete(d)
 
     async def _critique_round(self, d_id: UUID, round_no: int) -> None:
@@ -366,15 +381,15 @@ class DeliberationDispatcher:
         try:
             result = await self._runtime.run_turn(turn)
         except AgentTurnError as e:
-            await self._record_failure(d.id, agent, round_no, str(e))
+            self._answer(d, _agent_failed(agent, round_no, str(e)))
             return
         except Exception as e:  # an unexpected runtime error is still an agent failure, named
-            await self._record_failure(d.id, agent, round_no, f"{type(e).__name__}: {e}")
+            self._answer(d, _agent_failed(agent, round_no, f"{type(e).__name__}: {e}"))
             return
         s = turn.sampling
         if round_no == 0:
-            await self._record(
-                d.id,
+            self._answer(
+                d,
                 lambda d: d.receive_proposal(
                     agent_id=agent,
                     round=0,
@@ -386,12 +401,13 @@ class DeliberationDispatcher:
                     temperature=s.temperature,
                     seed=s.seed,
                     persona=s.persona,
+                    thinking_retried=result.thinking_retried,
                 ),
             )
             return
         addressed = sorted({rv.reviewer for rv in d.critiques_of(agent, round_no)})
-        await self._record(
-            d.id,
+        self._answer(
+            d,
             lambda d: d.revise_proposal(
                 agent_id=agent,
                 round=round_no,
@@ -404,6 +420,7 @@ class DeliberationDispatcher:
                 seed=s.seed,
                 persona=s.persona,
                 addressed=addressed,
+                thinking_retried=result.thinking_retried,
             ),
         )
 
@@ -468,15 +485,46 @@ class DeliberationDispatcher:
                 ),
             )
 
-    async def _record_failure(self, d_id: UUID, agent: AgentId, round_no: int, error: str) -> None:
-        await self._record(
-            d_id, lambda d: d.fail_agent(agent_id=agent, round=round_no, error=error)
-        )
+    def _answer(self, d: Deliberation, change: Callable[[Deliberation], object]) -> None:
+        """Apply an agent's answer to the driver's copy ``d`` now; store it in the background.
 
-    async def _record(self, d_id: UUID, change: Callable[[Deliberation], object]) -> None:
+        The next phase (the peers' ratings) starts from the copy at once instead of after the
+        write, and whatever is recorded next waits for the write first (``_record``), so the
+        stream holds the protocol's order. The copy's own events are dropped: only the store's
+        count. If the store refuses the answer (another process recorded one first), the copy
+        may differ from it until the driver reads the stored state again, before scoring.
+        """
+        with contextlib.suppress(Exception):  # the store decides; its error surfaces there
+            change(d)
+        d.collect_events()
+        write = asyncio.ensure_future(self._record(d.id, change, after_answers=False))
+        self._answers.setdefault(d.id, []).append(write)
+
+    async def _answers_stored(self, d_id: UUID, *, raising: bool = True) -> None:
+        """Wait until every answer write of ``d_id`` in flight is done; raise the first error.
+
+        Waiting does not cancel them: a driver cancelled meanwhile leaves them to land."""
+        writes = list(self._answers.get(d_id, ()))
+        if not writes:
+            return
+        await asyncio.wait(writes)
+        left = [w for w in self._answers.get(d_id, ()) if not w.done()]
+        if left:
+            self._answers[d_id] = left
+        else:
+            self._answers.pop(d_id, None)
+        errors = [e for w in writes if not w.cancelled() and (e := w.exception()) is not None]
+        if raising and errors:
+            raise errors[0]
+
+    async def _record(
+        self, d_id: UUID, change: Callable[[Deliberation], object], *, after_answers: bool = True
+    ) -> None:
         started = self._starting.get(d_id)
         if started is not None:
             await asyncio.shield(started)  # no answer lands before Started (its failure ends us)
+        if after_answers:
+            await self._answers_stored(d_id)  # no review or score lands before the answers
         try:
             await self._store.update(d_id, change)
         except DuplicateProposalError:
@@ -520,6 +568,20 @@ class DeliberationDispatcher:
             # and stopping must still release the claims below.
             await asyncio.gather(self._runner, return_exceptions=True)
         await self.shutdown()
+
+
+def _agent_failed(agent: AgentId, round_no: int, error: str) -> Callable[[Deliberation], bool]:
+    def change(d: Deliberation) -> bool:
+        return d.fail_agent(agent_id=agent, round=round_no, error=error)
+
+    return change
+
+
+def _retrieved(write: asyncio.Future[None]) -> None:
+    """A done-callback that takes an abandoned write's outcome, so that it is not reported as
+    never retrieved (the driver that started it ended; the events say what landed)."""
+    if not write.cancelled() and write.exception() is not None:
+        log.warning("an answer write of an ended driver failed: %s", write.exception())
 
 
 def _complete(d: Deliberation) -> None:

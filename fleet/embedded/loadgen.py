@@ -15,6 +15,18 @@ Modes:
 * ``think``    like instant, with a ``<think>…</think>`` preamble in ``content`` and a vLLM-style
   ``reasoning_content`` field (reasoning-model stripping).
 * ``empty``    HTTP 200 with empty content (the client must call that an error).
+* ``overthink`` a reasoning model (Qwen3) whose ``<think>`` block runs past ``max_tokens``: the
+  content is an unclosed think block, ``finish_reason`` is ``length`` and no answer comes, unless
+  the request turns thinking off with vLLM's ``chat_template_kwargs: {"enable_thinking": false}``
+  (then like instant).
+* ``judge``    like instant, except that a peer-review request (one that shows ``Proposal X:``
+  blocks) is answered with ratings as JSON, each a hash of (``seed``, ``user``, the proposal's
+  text): reproducible per seed, different between reviewers, and independent of the labels and
+  their order. It makes scores differ between agents so that a ranking can be compared across
+  runs; the ratings mean nothing about quality.
+* ``scripted`` like instant, except that a request whose messages contain a key of ``script`` is
+  answered with that key's text (the first key found, in the mapping's order). For testing a
+  harness that grades answers: the test writes the right (or wrong) answer itself.
 
 A request can pick its own mode with a marker ``loadgen:<mode>`` in its ``user`` field or in any
 message, so one test can have one agent hang while the others answer (the runtime sends the agent
@@ -35,6 +47,8 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import random
+import re
 import signal
 import time
 from collections.abc import Mapping
@@ -46,9 +60,11 @@ from aiohttp import web
 
 from fleet.embedded._process import LOOPBACK, free_port
 
-__all__ = ["MODES", "LoadGenServer", "Mode", "canned_answer", "main"]
+__all__ = ["MODES", "LoadGenServer", "Mode", "canned_answer", "judge_rating", "main"]
 
-Mode = Literal["instant", "hang", "fail", "flaky", "think", "empty"]
+Mode = Literal[
+    "instant", "hang", "fail", "flaky", "think", "empty", "overthink", "judge", "scripted"
+]
 MODES: tuple[str, ...] = get_args(Mode)
 MODEL = "loadgen"
 
@@ -78,12 +94,40 @@ def canned_answer(seed: int | None, user: str, salt: str = "") -> str:
     )
 
 
+def judge_rating(seed: int | None, user: str, proposal: str) -> int:
+    """The ``judge`` mode's rating (1..10) of one proposal: a hash, not a judgement."""
+    h = hashlib.sha256(f"{seed}|{user}|{proposal.strip()}".encode()).hexdigest()
+    return int(h[:4], 16) % 10 + 1
+
+
+_PROPOSAL_MARK = re.compile(r"\n\nProposal ([A-P]):\n")
+"""Where a labelled proposal starts in a review prompt (``agent_runtime.reviews``)."""
+
+
+def review_proposals(prompt: str) -> dict[str, str]:
+    """The labelled proposals of a review prompt: label → text as shown. Each runs to the next
+    label; the last to the prompt's final blank line (the ask and the JSON example follow it)."""
+    marks = list(_PROPOSAL_MARK.finditer(prompt))
+    if not marks:
+        return {}
+    ends = [m.start() for m in marks[1:]] + [prompt.rfind("\n\n")]
+    return {m.group(1): prompt[m.end() : end].strip() for m, end in zip(marks, ends, strict=True)}
+
+
+def _thinking_off(body: Mapping[str, Any]) -> bool:
+    kwargs = body.get("chat_template_kwargs")
+    return isinstance(kwargs, Mapping) and kwargs.get("enable_thinking") is False
+
+
 class LoadGenServer:
     """The load generator as an aiohttp app on a loopback port. Loop affinity: the starting loop.
 
     Args:
         mode: default behaviour (a request's ``loadgen:<mode>`` marker overrides it).
-        delay_s: fixed delay before every answer (all modes but hang).
+        delay_s: delay before every answer (all modes but hang).
+        spread: each answer's delay is drawn uniformly from ``delay_s × (1 ± spread)`` (0: all
+            exactly ``delay_s``). Real model latency varies with the answer's length; a fixed
+            delay keeps every deliberation of a closed-loop benchmark in lockstep.
         flaky_failures: how many calls fail in flaky mode before it answers.
         port: a free loopback port when None.
     """
@@ -93,8 +137,10 @@ class LoadGenServer:
         mode: Mode = "instant",
         *,
         delay_s: float = 0.0,
+        spread: float = 0.0,
         flaky_failures: int = 2,
         modes_by_user: Mapping[str, Mode] | None = None,
+        script: Mapping[str, str] | None = None,
         host: str = LOOPBACK,
         port: int | None = None,
     ) -> None:
@@ -102,9 +148,14 @@ class LoadGenServer:
             raise ValueError(f"unknown mode {mode!r}; one of {MODES}")
         self.mode: Mode = mode
         self.delay_s = delay_s
+        if not 0.0 <= spread < 1.0:
+            raise ValueError(f"spread must be in [0, 1), got {spread}")
+        self.spread = spread
         self.flaky_failures = flaky_failures
         self.modes_by_user: dict[str, Mode] = dict(modes_by_user or {})
         """Per-caller behaviour, keyed by the request's ``user`` (Fleet sends the agent id)."""
+        self.script: dict[str, str] = dict(script or {})
+        """``scripted`` mode: prompt substring → the answer to send."""
         self.host = host
         self.port = port or free_port(host)
         self.counters = _Counters()
@@ -118,6 +169,11 @@ class LoadGenServer:
     def url(self) -> str:
         """Base URL for an OpenAI-compatible client (``/v1/chat/completions`` is below it)."""
         return f"http://{self.host}:{self.port}"
+
+    def _delay(self) -> float:
+        if not self.spread:
+            return self.delay_s
+        return self.delay_s * random.uniform(1.0 - self.spread, 1.0 + self.spread)
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -193,7 +249,7 @@ class LoadGenServer:
                 finally:
                     self._hung.discard(fut)
             if self.delay_s > 0:
-                await asyncio.sleep(self.delay_s)
+                await asyncio.sleep(self._delay())
             if mode == "fail":
                 c.failed += 1
                 return _error(500, "load generator: mode fail")
@@ -214,28 +270,48 @@ class LoadGenServer:
         prompt_text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
         content = "" if mode == "empty" else canned_answer(seed, user, prompt_text[-64:])
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = "stop"
         if mode == "think":
             think = "<think>\nThe user wants a function; keep it small.\n</think>\n"
             message["content"] = think + content
             message["reasoning_content"] = "Separate reasoning, as vLLM's parser sends it."
+        elif mode == "overthink" and not _thinking_off(body):
+            content, finish = _overthought(body), "length"
+            message["content"] = content
+        elif mode == "judge" and (shown := review_proposals(prompt_text)):
+            content = _ratings(seed, user, shown)
+            message["content"] = content
+        elif mode == "scripted":
+            content = next((a for k, a in self.script.items() if k in prompt_text), content)
+            message["content"] = content
         return {
             "id": f"chatcmpl-lg-{self.counters.calls}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model") or MODEL),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {
                 "prompt_tokens": len(prompt_text.split()),
                 "completion_tokens": len(content.split()),
                 "total_tokens": len(prompt_text.split()) + len(content.split()),
             },
         }
+
+
+def _overthought(body: Mapping[str, Any]) -> str:
+    """An unclosed think block of ``max_tokens`` words: the budget ran out before any answer."""
+    asked = body.get("max_tokens")
+    budget = asked if isinstance(asked, int) else 64
+    words = ("Let", "me", "think", "about", "this", "step", "by", "step.")
+    return "<think>\n" + " ".join(words[i % len(words)] for i in range(max(budget - 1, 1)))
+
+
+def _ratings(seed: int | None, user: str, shown: Mapping[str, str]) -> str:
+    reviews = [
+        {"proposal": label, "score": judge_rating(seed, user, text), "critique": "hashed"}
+        for label, text in shown.items()
+    ]
+    return json.dumps({"reviews": reviews})
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -247,6 +323,7 @@ async def _serve(args: argparse.Namespace) -> None:
     server = LoadGenServer(
         args.mode,
         delay_s=args.delay,
+        spread=args.spread,
         flaky_failures=args.flaky_failures,
         host=args.host,
         port=args.port,
@@ -269,6 +346,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--mode", choices=MODES, default="instant")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--spread", type=float, default=0.0, help="delay drawn from delay × (1 ± spread)"
+    )
     parser.add_argument("--flaky-failures", type=int, default=2)
     asyncio.run(_serve(parser.parse_args(argv)))
 

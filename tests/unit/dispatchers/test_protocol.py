@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from agent_runtime.api import (
     AgentTurn,
@@ -259,3 +260,48 @@ async def test_a_restart_during_a_later_round_runs_only_what_is_missing() -> Non
         ("dev-agent-1", 1), ("dev-agent-2", 1), ("dev-agent-3", 1),
     ]  # fmt: skip
     assert [r.purpose for r in rt2.reviews] == ["rate"] * 3  # no critique asked twice
+
+
+class SlowAnswersStore(ApplicationDeliberationStore):
+    """The real store, except that a proposal's write waits at a gate (a slow event store)."""
+
+    def __init__(self, app: FleetApplication) -> None:
+        super().__init__(app)
+        self.gate = asyncio.Event()
+        self.held = 0
+
+    async def update(self, deliberation_id: Any, change: Any) -> Any:
+        if "receive_proposal" in getattr(getattr(change, "__code__", None), "co_names", ()):
+            self.held += 1
+            await self.gate.wait()
+        return await super().update(deliberation_id, change)
+
+
+async def test_ratings_go_out_while_the_answers_are_written_and_land_after_them() -> None:
+    rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(GOOD, 5 + i)) for i in (1, 2, 3)})
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = SlowAnswersStore(a)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        d = request(a, "overlap")
+        for _ in range(200):  # the peers are asked to rate while no proposal is stored yet
+            if len(rt.reviews) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert len(rt.reviews) == 3
+        assert store.held == 3
+        stored = await store.get(d.id)
+        assert stored.proposals == {} and stored.rated() == set()  # nothing recorded yet
+        # Each reviewer saw its peers' answers, taken from the driver's copy.
+        assert all(len(r.candidates) == 2 for r in rt.reviews)
+        store.gate.set()
+        for _ in range(400):
+            done = await store.get(d.id)
+            if done.is_terminal:
+                break
+            await asyncio.sleep(0.01)
+    assert done.status is DeliberationStatus.COMPLETED
+    assert done.winner == "dev-agent-3"
+    types = [type(e).__name__ for e in await store.history(d.id)]
+    last_proposal = max(i for i, t in enumerate(types) if t == "ProposalReceived")
+    first_rating = types.index("PeerRatingsReceived")
+    assert last_proposal < first_rating  # the stream holds the protocol's order
