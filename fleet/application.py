@@ -19,7 +19,7 @@ from aggregates import Deliberation
 class FleetApplication(Application[Any]):
     name = "Fleet"
     # Bounded replay: a long deliberation reloads from a snapshot plus its last few events.
-    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int] | None] = {
+    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
         Deliberation: 50
     }
 

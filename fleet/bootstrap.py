@@ -20,14 +20,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from aggregates import Role
+from fleet.agents import queue_names
 from fleet.application import FleetApplication
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
-from fleet.grpc.server import GrpcServer, OrchestratorServicer
+from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 from fleet.listing import DeliberationListing
-from fleet.metrics import FleetMetrics, ObservedStore
+from fleet.metrics import FleetMetrics, ObservedStore, agent_queues, dispatcher_queue
 from fleet.queries import (
     DeliberationQueries,
     HistoryGraph,
@@ -115,6 +117,11 @@ class FleetNode:
             tracing_off = configure_tracing(s.otel_endpoint, s.service_name)
             if tracing_off is not None:
                 self._stack.callback(tracing_off)
+            # First, so a probe sees NOT_SERVING while the rest starts (when forking servers
+            # with gRPC running is safe: ``fork_handlers_off``); else last, as it is ready.
+            api_first = "api" in runs and fork_handlers_off()
+            if api_first:
+                await self._open_api()
             await self._stage("event store (JetStream)", self._start_event_store)
             board, graph = None, None
             if runs & {"api", "projectors"}:
@@ -149,7 +156,16 @@ class FleetNode:
                     self.watch("plan approvals", parts.plan_consumer)
                 if self.metrics is not None:
                     self.metrics.track_dispatcher(dispatcher)
+                    # Work waiting: the dispatchers' notices, and the agent calls per role when
+                    # workers serve them (the autoscaling signal); read on a NATS connection.
+                    probes = [dispatcher_queue(f"{s.stream}_WORK")] if s.work_sharing else []
+                    if s.agent_backend == "nats":
+                        probes += agent_queues(queue_names(s), [r.value for r in Role])
+                    if probes:
+                        await self.metrics.track_queues(self.endpoints.nats_url, probes)
             if "api" in runs:
+                if not api_first:
+                    await self._open_api()
                 await self._stage("gRPC API", lambda: self._start_api(graph))
             self._write_run_file()
         except BaseException:
@@ -178,6 +194,9 @@ class FleetNode:
         self.app = await asyncio.to_thread(FleetApplication, env)
         self._stack.callback(self.app.close)
         self.store = ApplicationDeliberationStore(self.app)
+        # Runs before app.close (newest first) and after the API, dispatcher and projections
+        # stop: the snapshots that updates in flight call for are taken, not lost with the store.
+        self._stack.push_async_callback(self.store.drain)
 
     async def _start_projections(self) -> tuple[StatusBoard | None, HistoryGraph | None]:
         from projectors.cache.projection import CacheProjection
@@ -299,15 +318,14 @@ class FleetNode:
             self._stack.push_async_callback(self.metrics.stop)
             self.endpoints.metrics = f"http://{s.metrics_host}:{port}/metrics"
 
-    async def _start_api(self, graph: Any) -> None:
+    async def _open_api(self) -> None:
+        """Listen on the API port at once, health NOT_SERVING and every RPC UNAVAILABLE.
+
+        A probe (Kubernetes, a load balancer, ``grpc_health_probe``) then tells a node that is
+        starting from one that is down, and a port already taken fails ``fleet up`` before
+        anything else starts. ``_start_api`` serves the RPCs once their parts exist.
+        """
         s = self.settings
-        assert self.queries is not None and self.hub is not None
-        services = ApiServices(
-            self._observed_store(), self.queries, default_timeout_s=s.deliberation_timeout
-        )
-        services.extras.update(watch=self.hub, listing=DeliberationListing(graph))
-        services.extras.update(projections=self.projections, endpoints=self.endpoints)
-        servicer = OrchestratorServicer(services)
         credentials = None
         if s.tls_cert_file is not None and s.tls_key_file is not None:
             credentials = server_credentials(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)
@@ -315,18 +333,35 @@ class FleetNode:
             log.warning("FLEET_API_TOKEN without TLS: the token crosses the network in clear")
         interceptors = [BearerTokenInterceptor(s.api_token)] if s.api_token else []
         server = GrpcServer(
-            servicer,
+            OrchestratorServicer(),
             host=s.grpc_host,
             port=s.grpc_port,
             credentials=credentials,
             interceptors=interceptors,
         )
-        await self._stack.enter_async_context(server)
-        # Runs before the server's graceful stop: open streams end at once (UNAVAILABLE,
-        # "resume on another node") instead of holding the grace period.
-        self._stack.callback(self.hub.release_watchers)
+        await server.open()
+        self._stack.push_async_callback(server.shutdown)  # when start-up fails part way
         self.servers["grpc"] = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
+
+    async def _start_api(self, graph: Any) -> None:
+        """Bind the RPCs to the node's parts and say SERVING."""
+        s = self.settings
+        assert self.queries is not None and self.hub is not None
+        services = ApiServices(
+            self._observed_store(), self.queries, default_timeout_s=s.deliberation_timeout
+        )
+        listing = DeliberationListing(graph)
+        services.extras.update(watch=self.hub, listing=listing, in_flight=listing.count_open)
+        services.extras.update(projections=self.projections, endpoints=self.endpoints)
+        server: GrpcServer = self.servers["grpc"]
+        server.servicer.bind(services)
+        # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
+        # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
+        # another node") instead of holding the grace period.
+        self._stack.push_async_callback(server.shutdown)
+        self._stack.callback(self.hub.release_watchers)
+        await server.ready()
 
     def _write_run_file(self) -> None:
         path = self.settings.data_dir / RUN_FILE

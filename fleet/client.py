@@ -31,6 +31,19 @@ TERMINAL = frozenset(
 )
 
 
+FAILED_AGENTS_TAG = "failed_agents"
+"""Result metadata tag: the agents that failed, comma-separated, in the order they failed."""
+AGENT_ERROR_TAG = "agent_error."
+"""Result metadata tag prefix: ``agent_error.<agent id>`` is "round N: <why>" for that agent."""
+
+
+def failed_agents(r: pb.GetDeliberationResultResponse) -> list[tuple[str, str]]:
+    """(agent id, "round N: <why>") for each agent that failed, from the result's tags."""
+    tags = r.metadata.tags
+    agents = [a for a in tags.get(FAILED_AGENTS_TAG, "").split(",") if a]
+    return [(a, tags.get(f"{AGENT_ERROR_TAG}{a}", "")) for a in agents]
+
+
 def status_name(status: int) -> str:
     return str(pb.DeliberationStatus.Name(status)).removeprefix("DELIBERATION_STATUS_")  # type: ignore[arg-type]
 

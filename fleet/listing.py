@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from aggregates import InvalidDeliberationError, Role
+from aggregates import DeliberationStatus, InvalidDeliberationError, Role
 from fleet.queries import HistoryGraph, ServiceUnavailableError
 
 DEFAULT_PAGE_SIZE = 50
@@ -44,6 +44,12 @@ RETURN d.id AS id, d.task_id AS task_id, d.role AS role, d.status AS status,
        d.rounds AS rounds, d.task AS task
 ORDER BY created_at DESC, id DESC
 LIMIT {limit}
+"""
+
+_COUNT_OPEN = """
+MATCH (d:Deliberation)
+WHERE d.status = $pending OR d.status = $in_progress
+RETURN count(d) AS n
 """
 
 
@@ -118,6 +124,21 @@ class DeliberationListing:
             last = rows[size - 1]
             token = _encode(str(last["created_at"]), str(last["id"]), f.digest())
         return Page(items=items, next_token=token)
+
+    async def count_open(self) -> int:
+        """Deliberations requested and not yet ended (PENDING or IN_PROGRESS), in the graph.
+
+        Counted across the whole system, not one dispatcher's share: every replica gives the
+        same answer, and work that waits for a dispatcher counts too.
+        """
+        if self._graph is None:
+            raise ServiceUnavailableError("no history graph is configured")
+        params = {
+            "pending": DeliberationStatus.PENDING.value,
+            "in_progress": DeliberationStatus.IN_PROGRESS.value,
+        }
+        rows = await asyncio.to_thread(self._graph.query, _COUNT_OPEN, params, limit=1)
+        return int(rows[0]["n"]) if rows else 0
 
 
 def _iso(t: datetime | None) -> str:

@@ -13,7 +13,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from fleet.client import status_name
+from fleet.client import failed_agents, status_name
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.timeline import TimelineEntry
 
@@ -41,6 +41,14 @@ def result(console: Console, r: pb.GetDeliberationResultResponse) -> None:
     console.print(head)
     if r.error_message:
         console.print(Text(r.error_message, style="yellow"))
+    failed = failed_agents(r)
+    if failed:
+        t = Table(title="Failed agents")
+        t.add_column("agent")
+        t.add_column("why", overflow="fold")
+        for agent, why in failed:
+            t.add_row(Text(agent), Text(why))  # error text, not markup
+        console.print(t)
     ranking = Table(title="Ranking", show_lines=False)
     for col in ("rank", "agent", "score", "checks"):
         ranking.add_column(col)

@@ -48,6 +48,9 @@ def span(name: str, *, parent: str = "", **attributes: Any) -> Iterator[Any]:
         parent: a W3C ``traceparent`` to make the span a child of (e.g. the one recorded in a
             deliberation's ``Requested``); empty: the current context's span, if any.
     """
+    if not tracing_on():  # the common case: no span, and none of its set-up either
+        yield trace.INVALID_SPAN  # records nothing; set_attribute and the like are no-ops
+        return
     attrs = {k: v for k, v in attributes.items() if v not in (None, "")}
     context = _PROPAGATOR.extract({"traceparent": parent}) if parent else None
     with tracer.start_as_current_span(name, context=context, attributes=attrs) as s:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console
 
@@ -138,3 +140,59 @@ def client(args: argparse.Namespace, **kw: Any) -> Any:
     from fleet.client import FleetClient
 
     return FleetClient(api_address(args), security=client_security(args), **kw)
+
+
+CONNECT_TIMEOUT_S = 3.0
+"""How long a command that reads the event store waits for NATS before saying it cannot."""
+
+
+async def reachable_event_store(args: argparse.Namespace) -> tuple[str, str]:
+    """``event_store``, checked: a server that does not answer is one line in seconds, not a
+    minute of the store's reconnect attempts (which suit a running node, not a command)."""
+    url, stream = event_store(args)
+    await check_reachable(url)
+    return url, stream
+
+
+async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect once (two quick attempts), then close: the server at ``url`` answers.
+
+    Raises:
+        CliError: it does not (refused, unknown host, no greeting within ``timeout_s``).
+    """
+    import nats
+    from nats.errors import Error as NatsError
+
+    seen: list[Exception] = []
+
+    async def remember(e: Exception) -> None:  # instead of nats-py's traceback per attempt
+        seen.append(e)
+
+    try:
+        nc = await asyncio.wait_for(
+            nats.connect(
+                url,
+                name="fleet-cli",
+                connect_timeout=timeout_s,
+                allow_reconnect=False,
+                max_reconnect_attempts=1,  # nats-py: 0 and -1 both mean "for ever"
+                reconnect_time_wait=0.1,
+                error_cb=remember,
+            ),
+            timeout_s * 2,
+        )
+    except (OSError, NatsError, TimeoutError) as e:
+        cause = seen[-1] if seen else e
+        why = str(cause).strip() or f"no answer within {timeout_s:g} s"
+        msg = f"cannot reach NATS at {_masked(url)} ({type(cause).__name__}: {why})"
+        raise CliError(msg) from None
+    await nc.close()
+
+
+def _masked(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (it goes to a terminal or a log)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

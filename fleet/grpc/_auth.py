@@ -42,16 +42,22 @@ def server_credentials(
     )
 
 
-def _denied(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    """A handler of the same shape as ``handler`` that refuses with UNAUTHENTICATED."""
+def refusing(
+    handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str
+) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as ``handler`` that answers ``code`` and runs nothing.
+
+    An interceptor returns it in place of the real handler: the caller gets a status, not a
+    dropped connection, whatever the method's streaming shape.
+    """
 
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort(code, message)
 
     async def stream(
         request: Any, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[Any]:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await context.abort(code, message)
         yield  # pragma: no cover - abort raises
 
     kw = {
@@ -92,4 +98,8 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         if hmac.compare_digest(presented.encode(), self._expected):
             return handler
         log.info("refused %s: %s bearer token", method, "wrong" if presented else "no")
-        return _denied(handler, "missing or invalid bearer token (authorization metadata)")
+        return refusing(
+            handler,
+            grpc.StatusCode.UNAUTHENTICATED,
+            "missing or invalid bearer token (authorization metadata)",
+        )

@@ -8,14 +8,21 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from aggregates import CheckOutcome, DeliberationStatus, InvalidDeliberationError, Role
+from aggregates import (
+    CheckOutcome,
+    DeliberationStatus,
+    InvalidDeliberationError,
+    Role,
+)
+from aggregates.plan import check_plan_id
 from fleet import __version__
+from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.listing import ListFilter, Page
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import QueryResult
 from fleet.timeline import History, to_json
 from fleet.watch import Progress
-from projectors.cache.view import DeliberationView, ResultView
+from projectors.cache.view import DeliberationView, FailureView, ResultView
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
@@ -34,6 +41,14 @@ def task_id(raw: str, *, field: str = "task_id") -> str:
         raise InvalidDeliberationError(
             field, f"{raw[:40]!r} is not a task id (1-128 of letters, digits, . _ : @ / -)"
         )
+    return raw
+
+
+def plan_id(raw: str) -> str:
+    """A plan id becomes part of its deliberations' task ids (``plan:<id>:<ROLE>``), so it must
+    make valid ones: the Plan aggregate's rule, checked before anything is written."""
+    if raw.strip():
+        check_plan_id(raw.strip())
     return raw
 
 
@@ -91,6 +106,8 @@ def results(view: DeliberationView) -> list[pb.DeliberationResult]:
 
 
 def result_response(view: DeliberationView) -> pb.GetDeliberationResultResponse:
+    meta = metadata()
+    meta.tags.update(failure_tags(view))
     return pb.GetDeliberationResultResponse(
         task_id=view.task_id,
         status=STATUS_TO_PB[view.status],  # type: ignore[arg-type]
@@ -98,16 +115,70 @@ def result_response(view: DeliberationView) -> pb.GetDeliberationResultResponse:
         winner_id=view.winner or "",
         duration_ms=view.duration_ms or 0,
         error_message=_error_message(view),
-        metadata=metadata(),
+        metadata=meta,
     )
+
+
+def _first_failures(view: DeliberationView) -> dict[str, FailureView]:
+    """Each failed agent's first failure (an agent that fails a round takes no later part)."""
+    first: dict[str, FailureView] = {}
+    for f in view.failures:
+        first.setdefault(f.agent_id, f)
+    return first
+
+
+def failure_tags(view: DeliberationView) -> dict[str, str]:
+    """Who failed and why, as metadata tags a script can read without parsing a sentence."""
+    first = _first_failures(view)
+    if not first:
+        return {}
+    tags = {FAILED_AGENTS_TAG: ",".join(first)}
+    tags.update(
+        {f"{AGENT_ERROR_TAG}{a}": f"round {f.round + 1}: {f.error}" for a, f in first.items()}
+    )
+    return tags
 
 
 def _error_message(view: DeliberationView) -> str:
     if view.reason:
         return view.reason
     if view.status is DeliberationStatus.TIMEOUT:
-        return f"timed out; missing: {', '.join(view.missing) or 'none'}"
+        missing = f"timed out; missing: {', '.join(view.missing) or 'none'}"
+        return "; ".join([missing, *_failure_notes(view)])
+    if view.status is DeliberationStatus.COMPLETED and view.failures:
+        return _completed_without(view)
     return ""
+
+
+def _failure_notes(view: DeliberationView) -> list[str]:
+    """ "<agent> failed round N: <why>" for each failed agent."""
+    return [f"{a} failed round {f.round + 1}: {f.error}" for a, f in _first_failures(view).items()]
+
+
+def _completed_without(view: DeliberationView) -> str:
+    """A council that lost agents completes with the rest and says who and why: "completed
+    without dev-agent-2: <why>", and for an agent that failed a later round, whose earlier
+    proposal still took part, which round it failed."""
+    lost, later = [], []
+    for agent, f in _first_failures(view).items():
+        kept = view.result(agent)
+        if kept is None:
+            lost.append(f"{agent}: {f.error}")
+        else:
+            later.append(
+                f"{agent} failed round {f.round + 1} (its round {kept.round + 1} proposal "
+                f"stands): {f.error}"
+            )
+    head = f"completed without {'; '.join(lost)}" if lost else "completed"
+    return "; ".join([head, *later])
+
+
+def to_version(raw: int) -> int | None:
+    """GetDeliberationHistory's bound: 0 means every event; a version past the last is the
+    whole history (the state "up to" it); below 0 is a mistake, not an empty history."""
+    if raw < 0:
+        raise InvalidDeliberationError("to_version", f"{raw} must be >= 0 (0: every event)")
+    return raw or None
 
 
 def history_response(task: str, h: History) -> pb.GetDeliberationHistoryResponse:

@@ -22,7 +22,7 @@ class HistoryRpcs:
         self, request: pb.GetDeliberationHistoryRequest, context: Ctx
     ) -> pb.GetDeliberationHistoryResponse:
         task = _mapping.task_id(request.task_id)
-        h = await self.services.queries.history(task, request.to_version or None)
+        h = await self.services.queries.history(task, _mapping.to_version(request.to_version))
         return _mapping.history_response(task, h)
 
     @translated

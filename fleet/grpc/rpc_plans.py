@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 
 from dispatchers.plans import PlanApproval, approve_plan
+from fleet.grpc import _mapping
 from fleet.grpc._errors import translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -26,9 +27,10 @@ class PlanRpcs:
     async def ApprovePlan(
         self, request: pb.ApprovePlanRequest, context: Ctx
     ) -> pb.ApprovePlanResponse:
-        """INVALID_ARGUMENT naming the field for an empty plan_id/story_id or an unknown role."""
+        """INVALID_ARGUMENT naming the field for an empty or malformed plan_id, an empty
+        story_id or an unknown role."""
         approval = PlanApproval(
-            plan_id=request.plan_id,
+            plan_id=_mapping.plan_id(request.plan_id),
             story_id=request.story_id,
             approved_by=request.approved_by,
             roles=tuple(request.roles),

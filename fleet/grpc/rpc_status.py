@@ -2,8 +2,8 @@
 
 Extras read from ``ApiServices.extras``: ``"projections"`` (a ``projectors.control.Projections``;
 without it the projection RPCs answer UNAVAILABLE and GetStatus lists none), ``"endpoints"``
-(``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally, ``"in_flight"`` (a callable
-returning how many deliberations the dispatcher has open).
+(``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally, ``"in_flight"`` (an async
+callable returning how many deliberations are open: ``DeliberationListing.count_open``).
 
 Rebuild and verify run in the node because the node is the one writer of its stores: the
 embedded graph is a directory only one process may open, and the runner's fence is the node's.
@@ -54,7 +54,7 @@ class StatusRpcs:
             resp.endpoints.update({k: str(v) for k, v in vars(endpoints).items() if v})
         in_flight = self.services.extras.get("in_flight")
         if callable(in_flight):
-            resp.deliberations_in_flight = int(in_flight())
+            resp.deliberations_in_flight = int(await in_flight())
         return resp
 
     @translated

@@ -16,17 +16,16 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import nats
 import pytest
 import pytest_asyncio
 
 from aggregates import deliberation_id
-from eventstore._codec import decode
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from tests.e2e._stream import stored_events
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(600)]
 
@@ -82,23 +81,10 @@ async def test_deliberate_returns_at_once_and_completes_with_three_results(
 async def test_three_proposals_with_model_text_are_in_the_jetstream_stream(
     node: FleetNode, deliberated: object
 ) -> None:
-    d_id = deliberation_id("e2e-fib")
-    nc = await nats.connect(node.endpoints.nats_url)
-    try:
-        js = nc.jetstream()
-        sub = await js.subscribe(f"{node.endpoints.stream}.e.{d_id}", ordered_consumer=True)
-        proposals = []
-        while True:
-            try:
-                msg = await sub.next_msg(timeout=1.0)
-            except nats.errors.TimeoutError:
-                break
-            _, _, topic, state = decode(msg.data)
-            if topic.endswith("Deliberation.ProposalReceived"):
-                proposals.append(json.loads(state))
-        await sub.unsubscribe()
-    finally:
-        await nc.close()
+    events = await stored_events(
+        node.endpoints.nats_url, node.endpoints.stream, deliberation_id("e2e-fib")
+    )
+    proposals = [state for name, state in events if name == "ProposalReceived"]
     assert len(proposals) == 3
     assert {p["agent_id"] for p in proposals} == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
     assert all(p["content"].strip() and p["tokens"] > 0 for p in proposals)

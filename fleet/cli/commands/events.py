@@ -5,6 +5,11 @@ works without the gRPC API. Each line: stream sequence, time, aggregate id, even
 summary (the same summaries as ``fleet replay``); ``--json`` prints one JSON object per line. A
 message that cannot be decoded is reported on stderr with its sequence and subject, and the tail
 goes on. Ctrl-C stops it cleanly.
+
+A server that cannot be reached fails the command within seconds, in one line naming the URL
+(its password masked): the event store's own connection retries for as long as it takes, as a
+long-running reader must across a server restart, so the tail first checks with one quick
+connection of its own that the server answers at all.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import asyncio
 import sys
 from typing import Any
 
-from fleet.cli._common import event_store
+from fleet.cli._common import reachable_event_store
 from fleet.timeline import entry, to_json
+
+"""How long the first connect waits for the server's greeting (a refused port fails at once)."""
 
 
 def register(sub: Any) -> None:
@@ -36,7 +43,7 @@ def register(sub: Any) -> None:
 
 
 async def cmd_tail(args: argparse.Namespace) -> None:
-    url, stream = event_store(args)
+    url, stream = await reachable_event_store(args)
     app = await asyncio.to_thread(_open, url, stream)
     try:
         if args.from_seq > 0:
@@ -80,9 +87,10 @@ def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
             event = app.mapper.to_domain_event(notification)
             line = _line(notification.id, event, as_json=args.json)
         except Exception as e:  # an event of a type this Fleet does not know, or bad state
+            subject = _subject(app, notification.originator_id)
             print(
-                f"error: cannot decode event at stream sequence {notification.id} "
-                f"({notification.topic}, aggregate {notification.originator_id} "
+                f"error: cannot decode event at stream sequence {notification.id} on subject "
+                f"{subject!r} ({notification.topic}, aggregate {notification.originator_id} "
                 f"v{notification.originator_version}): {e!r}",
                 file=sys.stderr,
                 flush=True,
@@ -92,6 +100,13 @@ def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
         shown += 1
         if args.count and shown >= args.count:
             return
+
+
+def _subject(app: Any, originator_id: Any) -> str:
+    """The stream subject the event was read from (the JetStream recorder's layout), so the
+    report points at the message as the store's own DataError does."""
+    recorder = app.recorder
+    return str(recorder.connection.subject(recorder.kind, originator_id))
 
 
 def _line(seq: int, event: Any, *, as_json: bool) -> str:

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from fleet import render
-from fleet.cli._common import console, event_store
+from fleet.cli._common import console, reachable_event_store
 from fleet.timeline import History, to_json
 
 
@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
 async def cmd_replay(args: argparse.Namespace) -> None:
     from fleet.replay import replay
 
-    url, stream = event_store(args)
+    url, stream = await reachable_event_store(args)
     h = await asyncio.to_thread(replay, url, stream, args.task_id, args.to_version)
     print_replay(h, args.task_id, as_json=args.json)
 

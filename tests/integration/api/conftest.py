@@ -1,4 +1,4 @@
-"""Fixtures of the API tests: an in-memory span exporter behind Fleet's tracer."""
+"""Fixtures of the API tests: an in-memory span exporter behind Fleet's tracer, certificates."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.integration.api._pki import Pki, make_pki
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +23,9 @@ def spans() -> Iterator[Any]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)  # fleet's tracer is a proxy: it picks this up
     yield exporter
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A CA, server and client certificates, and an unrelated CA, in a temp dir."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -6,10 +6,7 @@ which answers at once: these tests are about the API, not about answers.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 
 import grpc
@@ -22,6 +19,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from tests.integration.api._cli import fleet as _fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -131,16 +129,6 @@ async def test_health_and_reflection_are_served(client: FleetClient) -> None:
         )
         names = [s.name async for resp in responses for s in resp.list_services_response.service]
     assert "fleet.orchestrator.v1.OrchestratorService" in names
-
-
-async def _fleet(*args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "fleet.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 async def test_cli_bad_input_is_one_clear_line_and_exit_2(client: FleetClient) -> None:

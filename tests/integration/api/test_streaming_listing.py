@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -26,6 +24,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from tests.integration.api._cli import fleet as _fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -172,16 +171,6 @@ async def test_cancel_ends_an_open_deliberation_once(api: Api) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as e:
             await api.client.cancel(task)
         assert e.value.code() == code
-
-
-async def _fleet(*args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "fleet.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 async def test_cli_watch_list_and_cancel(api: Api) -> None:
