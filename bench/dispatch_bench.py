@@ -187,6 +187,41 @@ def save_rate(app: object, n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
+class RayProbe:
+    """A bare async actor for the raw Ray ceiling: no Fleet code on either side."""
+
+    async def echo(self, payload: bytes) -> bytes:
+        return payload
+
+    async def wait(self, idle_s: float) -> float:
+        """Sleep ``idle_s`` (as an agent waits for its model); return the time it slept."""
+        t0 = time.perf_counter()
+        await asyncio.sleep(idle_s)
+        return time.perf_counter() - t0
+
+
+async def ray_round_trips(idle_s: float) -> tuple[float, float]:
+    """Raw Ray: p50 ms of a bare actor call back to back, and of one that returns after the actor
+    waited ``idle_s`` (its own wait subtracted), on the Ray instance the node started."""
+    import ray
+
+    actor = ray.remote(RayProbe).options(num_cpus=0).remote()  # type: ignore[attr-defined]
+    payload = b"x" * 2000  # about an agent turn's arguments
+    await actor.echo.remote(payload)
+    hot = []
+    for _ in range(100):
+        t0 = time.perf_counter()
+        await actor.echo.remote(payload)
+        hot.append((time.perf_counter() - t0) * 1000)
+    idle = []
+    for _ in range(8):
+        t0 = time.perf_counter()
+        slept = await actor.wait.remote(idle_s)
+        idle.append((time.perf_counter() - t0 - slept) * 1000)
+    ray.kill(actor)
+    return statistics.median(hot), statistics.median(idle)
+
+
 async def run(args: argparse.Namespace) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -220,6 +255,8 @@ async def run(args: argparse.Namespace) -> None:
             if "projectors" not in settings.components:
                 cache_runner, board, stop_cache = start_cache_projection(app, tmp)
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
+            idle_s = min(max(args.delay, 0.2), 0.5)
+            ray_raw = await ray_round_trips(idle_s) if args.runtime == "ray" else None
             started: dict[uuid.UUID, float] = {}
             ended: dict[uuid.UUID, float] = {}
             seen_at: dict[uuid.UUID, datetime] = {}
@@ -334,6 +371,12 @@ async def run(args: argparse.Namespace) -> None:
         f"group commit {'off' if args.no_group_commit else 'on'}"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
+    if ray_raw is not None:
+        print(
+            f"  raw Ray actor call (same run, p50): {ray_raw[0]:.1f} ms back to back, "
+            f"{ray_raw[1]:.1f} ms after the actor waited {idle_s * 1000:.0f} ms (as for a "
+            f"model); one deliberation makes {1 if args.no_peer_review else 2} in sequence"
+        )
     lat = f"p50 {pct(call_ms, 50):7.1f} ms   p99 {pct(call_ms, 99):7.1f} ms"
     delay_ms = args.delay * 1000
     print(f"  agent call latency (client)      {lat}   (load generator delay {delay_ms:.0f} ms)")
