@@ -203,7 +203,7 @@ class JetStreamLog:
 
         async def on_error(e: Exception) -> None:
             # nats.py's default prints a traceback per failed reconnect attempt.
-            _log.warning("NATS %s: %r", _without_password(settings.url), e)
+            _log.warning("NATS %s (%s): %r", _without_password(settings.url), name, e)
 
         return await nats.connect(
             settings.url,

@@ -114,6 +114,33 @@ SCHEMA = (
 )
 
 
+def _open_database(path: Path) -> ladybug.Database:
+    """Open the database, replaying its write-ahead log up to any damage.
+
+    A process killed while it appends a commit to the log leaves a torn record at its end, and
+    the engine then refuses to open the database at all ("Reading past the end of the file",
+    "Checksum verification failed, the WAL file is corrupted"): one crash of ``fleet up`` would
+    stop every later start. The graph is derived from the stream, and its position is written
+    in the same transaction as the data, so replaying the complete transactions before the
+    damage leaves data and position that agree (tested), and the runner re-applies the rest
+    from the stream. The engine folds the replayed log into the file as it opens, so the damage
+    does not outlive this open. Any other failure to open is raised as it is.
+    """
+    try:
+        return ladybug.Database(str(path))
+    except RuntimeError as e:
+        text = str(e)
+        if "wal" not in text.lower():
+            raise
+        log.warning(
+            "LadybugDB %s: its write-ahead log is damaged (%s); opening with the transactions "
+            "before the damage, the projection re-applies the rest from the stream",
+            path,
+            text,
+        )
+        return ladybug.Database(str(path), throw_on_wal_replay_failure=False)
+
+
 class LadybugGraph(DecisionGraph):
     """The decision graph in a LadybugDB database directory.
 
@@ -136,7 +163,7 @@ class LadybugGraph(DecisionGraph):
         self.idle_checkpoint_bytes = idle_checkpoint_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.query_timeout_s = query_timeout_s
-        self._db = ladybug.Database(str(self.path))
+        self._db = _open_database(self.path)
         self._write = ladybug.Connection(self._db)
         self._read = ladybug.Connection(self._db)
         self._write_lock = threading.Lock()
