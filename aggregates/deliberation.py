@@ -389,9 +389,6 @@ class Deliberation(Aggregate):
         done = self.answered(round_no)
         return [a for a in self.agents if a not in done]
 
-    def round_proposals(self, round_no: int) -> list[ProposalState]:
-        return [p for (a, r), p in sorted(self.proposals.items()) if r == round_no]
-
     def final_proposals(self) -> dict[AgentId, ProposalState]:
         """Each agent's latest proposal (the last round it answered)."""
         latest: dict[AgentId, ProposalState] = {}

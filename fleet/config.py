@@ -282,7 +282,3 @@ class Settings:
     def runs(self) -> frozenset[str]:
         """The components this process runs, with what they imply (dispatcher → agents)."""
         return self.components | ({"agents"} if "dispatcher" in self.components else set())
-
-    @property
-    def grpc_address(self) -> str:
-        return f"{self.grpc_host}:{self.grpc_port}"

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -187,11 +187,3 @@ def _summary(r: Mapping[str, Any]) -> Summary:
         rounds=int(r.get("rounds") or 0),
         task=task[:TASK_PREVIEW_CHARS],
     )
-
-
-def summary_dict(s: Summary) -> dict[str, Any]:
-    """A summary as JSON-ready values (ISO times)."""
-    d = asdict(s)
-    for k in ("created_at", "finished_at"):
-        d[k] = d[k].isoformat() if d[k] else None
-    return d
