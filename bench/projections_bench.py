@@ -54,7 +54,7 @@ from projectors.cache.fold import evolve
 from projectors.cache.projection import CacheProjection
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.batch import Execution
-from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LadybugGraph
+from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LIVE_CHECKPOINT_THRESHOLD, LadybugGraph
 from projectors.graph.projection import GraphProjection
 from projectors.graph.statements import statements_for
 from projectors.runner import DEFAULT_BATCH_SIZE, ProjectorRunner
@@ -279,7 +279,8 @@ def live(
     )
     print(
         f"  graph log {log_before / 2**20:.1f} -> {log_after / 2**20:.1f} MiB (the engine "
-        f"checkpoints, stalling commits, past {CHECKPOINT_THRESHOLD / 2**20:.0f} MiB)"
+        f"checkpoints, stalling commits, past {CHECKPOINT_THRESHOLD / 2**20:.0f} MiB in "
+        f"catch-up batches, {LIVE_CHECKPOINT_THRESHOLD / 2**10:.0f} KiB in live ones)"
     )
     raw = [delivered[p] - stored[p] for p in positions if p in delivered]
     raw_p99 = sorted(raw)[max(0, int(len(raw) * 0.99) - 1)] * 1000

@@ -12,18 +12,19 @@ transactions only: each query runs in a ``READ ONLY`` transaction (the engine's 
 write, behind the guard) with the connection's query timeout set to its time limit.
 
 Checkpoints: committed writes sit in the write-ahead log (~1.2 KB per event) until a checkpoint
-folds them into the database file, and no write commits while one runs. A checkpoint costs
-~90-150 ms after even one event on a 20,000-100,000-event graph (10-40 ms per table touched,
-growing with the table) plus ~25-35 ms per MB of log, all CPU; meanwhile each MB of log
-adds ~0.3-0.7 ms to every commit. The engine checkpoints on its own inside the commit that takes
-the log past ``checkpoint_threshold`` bytes, stalling the stream. So the runner calls
-``checkpoint`` once its catch-up is applied and when the projection goes quiet, and that folds the
-log only once it holds ``idle_checkpoint_bytes`` (``IDLE_CHECKPOINT_BYTES``): a quiet spell after
-each small burst (a deliberation step, then seconds of model time) would otherwise pay the fixed
-cost every time, and a burst arriving during it would wait. The automatic threshold is raised
-(``CHECKPOINT_THRESHOLD``, from the engine's 16 MiB) so that only a stream with no quiet second
-for ~2 minutes at 500 events/s reaches it, and commits are then ~20 ms slower; that checkpoint
-still stalls the stream for its length (measured: 2.4 s at 67 MB on a 150,000-event graph).
+folds them into the database file, and no write commits while one runs. The engine folds on its
+own inside the commit that takes the log past ``checkpoint_threshold`` bytes. A fold costs a
+part that grows with the tables it touches (~150-250 ms on a 100,000-event graph, even after one
+event) plus a part that grows with the log (a 4 MiB fold took 0.8-0.9 s, a 64 MiB one 2.4-3.2 s
+on that graph), and each MB of log also adds ~0.3-0.7 ms to every commit. So the threshold
+follows what is being applied: catch-up batches (``CATCH_UP_EVENTS`` or more) run under 64 MiB
+(``CHECKPOINT_THRESHOLD``: throughput counts, a stall does not), live ones under 512 KiB
+(``LIVE_CHECKPOINT_THRESHOLD``): a stream with no quiet spell meets a ~250 ms fold every second
+or so instead of a 3 s one every two minutes (measured at 500 events/s for 150 s: graph lag p99
+1,984 ms and max 3.2 s before, 219 ms and 462 ms after). The runner also calls ``checkpoint``
+once its catch-up is applied and when the projection goes quiet, which folds the log once it holds
+``idle_checkpoint_bytes`` (``IDLE_CHECKPOINT_BYTES``), so that bursty traffic (a deliberation
+step, then seconds of model time) folds in the gaps rather than inside a commit.
 
 Statement sizes: the driver prepares a statement on its first call with a given text and
 parameter types, and the prepared statement keeps that call's values: every later execution then
@@ -72,14 +73,30 @@ from projectors.graph.statements import (
     WRITE_POSITION,
 )
 
-__all__ = ["CHECKPOINT_THRESHOLD", "IDLE_CHECKPOINT_BYTES", "SCHEMA", "LadybugGraph"]
+__all__ = [
+    "CATCH_UP_EVENTS",
+    "CHECKPOINT_THRESHOLD",
+    "IDLE_CHECKPOINT_BYTES",
+    "LIVE_CHECKPOINT_THRESHOLD",
+    "SCHEMA",
+    "LadybugGraph",
+]
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_THRESHOLD = 64 * 1024 * 1024
-"""Log bytes past which the engine checkpoints on its own (its default is 16 MiB)."""
+"""Log bytes past which the engine checkpoints on its own during a catch-up (its default is
+16 MiB): big batches, where throughput counts and a fold's stall does not."""
 
-IDLE_CHECKPOINT_BYTES = 4 * 1024 * 1024
+LIVE_CHECKPOINT_THRESHOLD = 512 * 1024
+"""The same, while the projection is live (small batches): short folds, often, so that a
+stream with no quiet spell never meets a long one."""
+
+CATCH_UP_EVENTS = 256
+"""A batch of at least this many events is catch-up (live batches at 500 events/s hold a few,
+a hundred or so after a fold)."""
+
+IDLE_CHECKPOINT_BYTES = 256 * 1024
 """Log bytes from which ``checkpoint`` (the runner's quiet-time call) folds the log."""
 
 SCHEMA = (
@@ -147,7 +164,9 @@ class LadybugGraph(DecisionGraph):
     Args:
         path: the database path (LadybugDB creates it; its parent must exist).
         query_timeout_s: default time limit of a read query.
-        checkpoint_threshold: log bytes past which the engine checkpoints during a commit.
+        checkpoint_threshold: log bytes past which the engine checkpoints during a commit of
+            a catch-up batch (``CATCH_UP_EVENTS`` or more).
+        live_checkpoint_threshold: the same during a commit of a smaller (live) batch.
         idle_checkpoint_bytes: log bytes below which ``checkpoint`` leaves the log alone.
     """
 
@@ -157,6 +176,7 @@ class LadybugGraph(DecisionGraph):
         *,
         query_timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
         checkpoint_threshold: int = CHECKPOINT_THRESHOLD,
+        live_checkpoint_threshold: int = LIVE_CHECKPOINT_THRESHOLD,
         idle_checkpoint_bytes: int = IDLE_CHECKPOINT_BYTES,
     ) -> None:
         self.path = Path(path)
@@ -169,8 +189,23 @@ class LadybugGraph(DecisionGraph):
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._closed = False
-        self._write.execute(f"CALL checkpoint_threshold={int(checkpoint_threshold)}")
+        self._thresholds = (int(live_checkpoint_threshold), int(checkpoint_threshold))
+        self._threshold = 0
+        self._use_threshold(catch_up=True)
         self.ensure_schema()
+
+    def _use_threshold(self, *, catch_up: bool) -> None:
+        """The engine's automatic checkpoint threshold for what is being applied (see the
+        module docstring). Caller holds the write lock (or is the constructor)."""
+        want = self._thresholds[catch_up]
+        if want != self._threshold:
+            self._write.execute(f"CALL checkpoint_threshold={want}")
+            self._threshold = want
+
+    @property
+    def checkpoint_threshold(self) -> int:
+        """The automatic checkpoint threshold in force (bytes of log)."""
+        return self._threshold
 
     def ensure_schema(self) -> None:
         with self._write_lock:
@@ -204,18 +239,20 @@ class LadybugGraph(DecisionGraph):
     ) -> int:
         if not batch:
             return 0
-        with self._write_lock, self._transaction():
-            stored = self._stored(name)
-            stored.check(name, base=base, fence=fence)
-            fresh = [(p, ss) for p, ss in batch if p > stored.position]
-            if not fresh:
-                return 0
-            for e in plan(s for _, ss in fresh for s in ss):
-                self._run(_sized(e.cypher, len(e.rows)), e.params)
-            lease = now_ms() + fence.lease_ms if fence else stored.lease_until
-            last = fresh[-1][0]
-            self._run(WRITE_POSITION, {"name": name, "position": last, "lease_until": lease})
-            return len(fresh)
+        with self._write_lock:
+            self._use_threshold(catch_up=len(batch) >= CATCH_UP_EVENTS)  # outside the transaction
+            with self._transaction():
+                stored = self._stored(name)
+                stored.check(name, base=base, fence=fence)
+                fresh = [(p, ss) for p, ss in batch if p > stored.position]
+                if not fresh:
+                    return 0
+                for e in plan(s for _, ss in fresh for s in ss):
+                    self._run(_sized(e.cypher, len(e.rows)), e.params)
+                lease = now_ms() + fence.lease_ms if fence else stored.lease_until
+                last = fresh[-1][0]
+                self._run(WRITE_POSITION, {"name": name, "position": last, "lease_until": lease})
+                return len(fresh)
 
     def log_bytes(self) -> int:
         """The size of the engine's write-ahead log (0 when it has none)."""

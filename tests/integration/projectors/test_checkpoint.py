@@ -3,6 +3,7 @@ once the log is large enough to be worth the pause."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ import pytest
 from fleet.application import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
 from projectors.fence import Fence
-from projectors.graph.ladybug import CHECKPOINT_THRESHOLD, LadybugGraph
+from projectors.graph.ladybug import CATCH_UP_EVENTS, CHECKPOINT_THRESHOLD, LadybugGraph
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,6 +39,48 @@ def test_the_adapter_raises_the_automatic_checkpoint_threshold(tmp_path: Path) -
         assert int(result.get_next()[0]) == CHECKPOINT_THRESHOLD  # type: ignore[union-attr]
     finally:
         graph.close()
+
+
+def _threshold(graph: LadybugGraph) -> int:
+    result = graph._write.execute("CALL current_setting('checkpoint_threshold') RETURN *")
+    return int(result.get_next()[0])  # type: ignore[union-attr]
+
+
+def test_live_batches_fold_the_log_often_and_catch_up_batches_seldom(tmp_path: Path) -> None:
+    # A fold stalls every commit for its length, which grows with the log: a live stream
+    # with no quiet spell must meet many short ones, never one of seconds (issue 4's lag).
+    app = scenarios.popo_app()
+    for _ in range(40):
+        scenarios.completed(app)
+    events = _events(app)
+    assert len(events) > CATCH_UP_EVENTS + 100
+    live_threshold = 32 * 1024
+    graph = LadybugGraph(
+        tmp_path / "g",
+        checkpoint_threshold=CHECKPOINT_THRESHOLD,
+        live_checkpoint_threshold=live_threshold,
+        idle_checkpoint_bytes=1 << 40,  # no idle folds here: only the engine's own
+    )
+    reference = LadybugGraph(tmp_path / "ref")
+    try:
+        projection = GraphProjection(graph)
+        projection.apply_batch(events[:CATCH_UP_EVENTS], base=0)  # catch-up: one big batch
+        assert graph.checkpoint_threshold == _threshold(graph) == CHECKPOINT_THRESHOLD
+        assert _wal_bytes(graph) > live_threshold  # kept whole: no fold in the catch-up
+        sizes = []
+        for i in range(CATCH_UP_EVENTS, len(events)):  # live: one event per commit
+            projection.apply_batch(events[i : i + 1], base=events[i - 1][1])
+            sizes.append(_wal_bytes(graph))
+        assert graph.checkpoint_threshold == _threshold(graph) == live_threshold
+        folds = sum(1 for a, b in itertools.pairwise(sizes) if b < a)
+        assert folds >= 2 and max(sizes) < 2 * live_threshold
+        GraphProjection(reference).apply_batch(events, base=0)
+        count = "MATCH (n) RETURN labels(n) AS label, count(n) AS n ORDER BY label"
+        assert graph.query(count) == reference.query(count)
+        assert projection.position() == events[-1][1]
+    finally:
+        graph.close()
+        reference.close()
 
 
 def test_checkpoint_empties_the_log_and_keeps_the_data(tmp_path: Path) -> None:
