@@ -161,6 +161,12 @@ class AgentRuntime(Protocol):
         fails; an unusable answer is not an error: its reviews carry ``score=None``."""
         ...
 
+    def precheck(self, request: AssessmentInput) -> None:
+        """A hint, given as soon as the final proposals are known and before the peers have
+        rated them: start their executable checks now, so that ``assess`` finds them done.
+        ``assess`` must give the same answer whether or not this was called."""
+        ...
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         """Score candidates: executable checks where the role allows, one Assessment each."""
         ...

@@ -58,6 +58,7 @@ __all__ = [
     "peer_review_check",
     "policy_check",
     "requirement_coverage",
+    "with_peer_reviews",
 ]
 
 CODE_ROLES = frozenset({"DEV"})
@@ -325,16 +326,37 @@ def assess_candidate(
     policy = policy_check(candidate.content, role, requirements)
     if role.upper() not in CODE_ROLES:
         checks: tuple[CheckOutcome, ...] = (policy,)
-        total = policy.score
     else:
         blocks = extract_code_blocks(candidate.content)
         checks = (policy, dryrun_check(blocks), lint_check(blocks))
-        total = sum(WEIGHTS_CODE[c.check_type] * c.score for c in checks)
     if peer_review:
-        peers = peer_review_check(candidate)
-        checks = (*checks, peers)
+        checks = (*checks, peer_review_check(candidate))
+    return Assessment(candidate.agent_id, _total(checks, role), checks)
+
+
+def with_peer_reviews(assessment: Assessment, candidate: Candidate, role: str) -> Assessment:
+    """``assessment`` (executable checks only) with ``candidate``'s peer ratings folded in.
+
+    Equal to ``assess_candidate(candidate, role, …, peer_review=True)``: the executable checks
+    depend on the text alone, so they can run while the peers are still rating it (the
+    dispatcher starts them as soon as the final proposals are known) and the ratings join
+    them here, a few microseconds at scoring time.
+    """
+    checks = tuple(c for c in assessment.checks if c.check_type != "peer_review")
+    checks = (*checks, peer_review_check(candidate))
+    return Assessment(assessment.agent_id, _total(checks, role), checks)
+
+
+def _total(checks: Sequence[CheckOutcome], role: str) -> float:
+    by_type = {c.check_type: c for c in checks}
+    if role.upper() not in CODE_ROLES:
+        total = by_type["policy"].score
+    else:
+        total = sum(WEIGHTS_CODE[t] * by_type[t].score for t in WEIGHTS_CODE)
+    peers = by_type.get("peer_review")
+    if peers is not None:
         total *= 0.5 + 0.5 * peers.score
-    return Assessment(candidate.agent_id, round(min(max(total, 0.0), 1.0), 4), checks)
+    return round(min(max(total, 0.0), 1.0), 4)
 
 
 def assess_candidates(request: AssessmentInput) -> list[Assessment]:

@@ -235,6 +235,9 @@ class LocalAgentRuntime:
     async def review(self, request: ReviewInput) -> ReviewResult:
         return await self._member(request.role).review(request)
 
+    def precheck(self, request: AssessmentInput) -> None:
+        """Nothing to start early: the checks run on this loop either way."""
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         # Checks are pure and role-aware on their own: no member is needed.
         return assess_candidates(request)

@@ -299,6 +299,9 @@ class NatsAgentRuntime:
         )
         return _decoded(ReviewResult, result, f"review {request.key}")
 
+    def precheck(self, request: AssessmentInput) -> None:
+        """Not used: ``assess`` already runs on a worker, off the dispatcher's loop."""
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         """Score on a worker of the role (the checks compile code: not on the dispatcher's loop).
 

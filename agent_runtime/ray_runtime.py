@@ -26,7 +26,7 @@ import os
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ray
@@ -40,11 +40,12 @@ from agent_runtime.api import (
     AgentTurnError,
     Assessment,
     AssessmentInput,
+    Candidate,
     ReviewInput,
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import assess_candidates
+from agent_runtime.checks import assess_candidates, with_peer_reviews
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
 
@@ -57,6 +58,10 @@ DRIVER_GRACE_S = 5.0
 client enforces the turn's deadline; this only catches a stuck or dead actor)."""
 INLINE_CHECKS_MAX_CHARS = 16_384
 """Candidates' text up to which ``assess`` checks them on the loop (a few ms of compiling)."""
+PRECHECK_TIMEOUT_S = 30.0
+"""How long an early check on an actor may take before ``assess`` checks in this process."""
+PRECHECKS_KEPT = 4096
+"""Early checks kept for an ``assess`` that has not come (yet): the oldest go first."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,11 @@ class AgentActor:
         self._member = CouncilMember(role, endpoint)
         self._index = index
         self._batches = ActorBatches(
-            {"run_turn": self._member.run_turn, "review": self._member.review}
+            {
+                "run_turn": self._member.run_turn,
+                "review": self._member.review,
+                "assess": self.assess,
+            }
         )
 
     async def ping(self) -> str:
@@ -109,6 +118,10 @@ class AgentActor:
 
     async def review(self, request: ReviewInput) -> ReviewResult:
         return await self._member.review(request)
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        """The executable checks, here rather than on the caller's loop (``precheck``)."""
+        return self._member.assess(request)
 
     async def run_batch(
         self, batch_id: str, calls: list[tuple[str, Any]], linger_s: float, keep_s: float
@@ -132,6 +145,24 @@ class AgentActor:
 
     async def close(self) -> None:
         await self._member.close()
+
+
+@dataclass(frozen=True)
+class _Precheck:
+    """One candidate's early check (``RayAgentRuntime.precheck``), and what it checked."""
+
+    role: str
+    requirements: tuple[str, ...]
+    content: str
+    future: asyncio.Future[list[Assessment]]
+    index: int
+    """The candidate's place in the early call's answer."""
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Takes an early check's outcome, so that one nobody awaits is not reported as lost."""
+    if not future.cancelled():
+        future.exception()
 
 
 _RemoteAgentActor: Any = None
@@ -168,6 +199,7 @@ class RayAgentRuntime:
         self.endpoint = endpoint
         self._slots = asyncio.Semaphore(max_in_flight)
         self._batcher = CallBatcher()
+        self._prechecks: dict[tuple[str, str], _Precheck] = {}
         self._closed = False
 
     @classmethod
@@ -300,22 +332,83 @@ class RayAgentRuntime:
                 msg = f"{key}: actor gave no answer within {timeout_s:.1f} s"
                 raise AgentTurnError(msg) from None
 
-    async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """The executable checks and scores, in this process.
+    def precheck(self, request: AssessmentInput) -> None:
+        """Start the executable checks of ``request``'s candidates on an actor, now.
 
-        Not on an actor: the checks only compile and lint text the caller already holds (nothing
-        the model wrote is executed; answers are bounded by ``max_tokens``), about 0.3 ms per
-        candidate, while a Ray round trip is 1-20 ms on a loaded machine and queues behind the
-        pool's other calls: it sat on the critical path of every deliberation. Small inputs are
-        checked on the loop itself: compiling holds the GIL, so a worker thread would not let
-        the loop run meanwhile, only add two thread hand-offs; large ones go to a thread, so
-        that one long answer cannot stall the loop for long.
+        The dispatcher calls this as soon as a deliberation's final proposals are known, while
+        its peers are still rating them: the checks read the text alone, so they run during the
+        model's seconds, on an actor's process rather than on the dispatcher's loop (where,
+        with fifty deliberations finishing together, their compiling was what the last ones
+        queued behind). ``assess`` then only folds the ratings in. A hint: ``assess`` gives the
+        same answer without it, or when the early check failed.
+        """
+        if self._closed or not request.candidates:
+            return
+        pool = self._pools.get(request.role.upper())
+        if not pool:
+            return
+        # The text alone: no ratings yet, and none folded in (``assess`` does that).
+        texts = tuple(Candidate(c.agent_id, c.content) for c in request.candidates)
+        plain = replace(request, candidates=texts, peer_review=False)
+        actor = pool[zlib.crc32(request.deliberation_id.encode()) % len(pool)]
+        key = f"checks {request.deliberation_id}"
+        future = self._batcher.submit(actor, "assess", plain, key=key, timeout_s=PRECHECK_TIMEOUT_S)
+        future.add_done_callback(_retrieved)
+        for i, c in enumerate(plain.candidates):
+            self._prechecks[(request.deliberation_id, c.agent_id)] = _Precheck(
+                request.role.upper(), request.requirements, c.content, future, i
+            )
+        while len(self._prechecks) > PRECHECKS_KEPT:
+            del self._prechecks[next(iter(self._prechecks))]
+
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
+        """The executable checks and scores: from ``precheck`` where it checked the same text,
+        otherwise in this process.
+
+        In this process rather than on an actor when nobody asked early: the checks only
+        compile and lint text the caller already holds (nothing the model wrote is executed;
+        answers are bounded by ``max_tokens``), about 0.3 ms per candidate, while a Ray round
+        trip is 1-20 ms on a loaded machine and would sit on the critical path. Small inputs
+        are checked on the loop itself: compiling holds the GIL, so a worker thread would not
+        let the loop run meanwhile, only add two thread hand-offs; large ones go to a thread,
+        so that one long answer cannot stall the loop for long.
         """
         if self._closed:
             raise AgentRuntimeError(f"runtime is closed (assessment of {request.deliberation_id})")
-        if sum(len(c.content) for c in request.candidates) <= INLINE_CHECKS_MAX_CHARS:
-            return assess_candidates(request)
-        return await asyncio.to_thread(assess_candidates, request)
+        out: dict[int, Assessment] = {}
+        for i, c in enumerate(request.candidates):
+            checked = await self._early(request, c)
+            if checked is not None:
+                peers = request.peer_review
+                out[i] = with_peer_reviews(checked, c, request.role) if peers else checked
+        rest = [c for i, c in enumerate(request.candidates) if i not in out]
+        if rest:
+            left = replace(request, candidates=tuple(rest))
+            if sum(len(c.content) for c in rest) <= INLINE_CHECKS_MAX_CHARS:
+                here = iter(assess_candidates(left))
+            else:
+                here = iter(await asyncio.to_thread(assess_candidates, left))
+            for i in range(len(request.candidates)):
+                if i not in out:
+                    out[i] = next(here)
+        return [out[i] for i in range(len(request.candidates))]
+
+    async def _early(self, request: AssessmentInput, c: Candidate) -> Assessment | None:
+        """The early check of exactly this text, role and requirements, if one ran and
+        answered; None otherwise (the caller checks it itself)."""
+        e = self._prechecks.pop((request.deliberation_id, c.agent_id), None)
+        if e is None or (e.role, e.requirements, e.content) != (
+            request.role.upper(),
+            request.requirements,
+            c.content,
+        ):
+            return None
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(e.future), PRECHECK_TIMEOUT_S)
+        except Exception:  # the actor failed or is late: checked here instead
+            return None
+        checked = answer[e.index] if e.index < len(answer) else None
+        return checked if checked is not None and checked.agent_id == c.agent_id else None
 
     async def stats(self) -> list[ActorStats]:
         """Every actor's counters, pool by pool."""

@@ -299,6 +299,7 @@ class DeliberationDispatcher:
         # in flight, and the ratings below wait for them before they are recorded.
         if d.is_terminal:
             return
+        self._precheck(d)
         if self._options.peer_review and len(d.final_proposals()) >= 2:
             raters = [a for a in d.final_proposals() if a not in d.rated()]
             await asyncio.gather(*(self._review(d, a, "rate", d.rounds - 1) for a in raters))
@@ -313,25 +314,39 @@ class DeliberationDispatcher:
         critics = [a for a in d.participants(round_no) if a not in d.critiqued(round_no)]
         await asyncio.gather(*(self._review(d, a, "critique", round_no) for a in critics))
 
-    async def _score_and_complete(self, d: Deliberation) -> None:
+    def _assessment(self, d: Deliberation) -> AssessmentInput | None:
+        """What scoring ``d`` asks the runtime: its unscored final proposals, with the ratings
+        recorded so far; None when every proposal is scored."""
         final = d.final_proposals()
         unscored = {a: p for a, p in final.items() if p.score is None}
-        assessments = []
-        if unscored:
-            assessments = await self._runtime.assess(
-                AssessmentInput(
-                    deliberation_id=str(d.id),
-                    role=d.role.value,
-                    task=d.task,
-                    rubric=d.rubric,
-                    requirements=tuple(d.requirements),
-                    candidates=tuple(
-                        Candidate(a, p.content, tuple(d.ratings_of(a)))
-                        for a, p in sorted(unscored.items())
-                    ),
-                    peer_review=self._options.peer_review and len(final) >= 2,
-                )
-            )
+        if not unscored:
+            return None
+        return AssessmentInput(
+            deliberation_id=str(d.id),
+            role=d.role.value,
+            task=d.task,
+            rubric=d.rubric,
+            requirements=tuple(d.requirements),
+            candidates=tuple(
+                Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
+            ),
+            peer_review=self._options.peer_review and len(final) >= 2,
+        )
+
+    def _precheck(self, d: Deliberation) -> None:
+        """The final proposals are known: their executable checks can start while the peers
+        rate them (they read the text alone), instead of after, on the critical path."""
+        request = self._assessment(d)
+        if request is None:
+            return
+        try:
+            self._runtime.precheck(request)
+        except Exception:  # a hint only: scoring checks them anyway
+            log.warning("deliberation %s: early checks not started", d.id, exc_info=True)
+
+    async def _score_and_complete(self, d: Deliberation) -> None:
+        request = self._assessment(d)
+        assessments = [] if request is None else await self._runtime.assess(request)
 
         def score(agent: AgentId, value: float, checks: list[CheckOutcome]) -> Callable[..., None]:
             def change(d: Deliberation) -> None:

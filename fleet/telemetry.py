@@ -167,6 +167,9 @@ class TracedAgentRuntime:
         ):
             return await self._inner.review(request)
 
+    def precheck(self, request: Any) -> None:
+        self._inner.precheck(request)
+
     async def assess(self, request: Any) -> Any:
         with span(
             "agent assess",

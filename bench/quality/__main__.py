@@ -63,6 +63,9 @@ class CountingRuntime:
         self.calls += 1
         return r
 
+    def precheck(self, request: AssessmentInput) -> None:
+        self.inner.precheck(request)
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         return await self.inner.assess(request)
 

@@ -124,6 +124,55 @@ async def test_assess_runs_the_checks(loadgen: LoadGenServer) -> None:
         await runtime.close()
 
 
+async def test_checks_started_early_run_on_an_actor_and_score_the_same(
+    loadgen: LoadGenServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``precheck`` (the dispatcher's hint while the peers rate) checks the text on an actor;
+    ``assess`` then gives exactly what checking here gives, with the ratings folded in. Text
+    that changed since, or an early check whose actor died, is checked here instead."""
+    import ray
+
+    from agent_runtime import ray_runtime
+    from agent_runtime.api import PeerReview
+    from agent_runtime.checks import assess_candidates
+
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        good = "Validate input.\n```python\ndef double(x: int) -> int:\n    return 2 * x\n```"
+        broken = "```python\ndef double(x):\n    return 2 *\n```"
+        rated = (
+            Candidate("agent-dev-1", broken, (PeerReview("agent-dev-2", "agent-dev-1", 0.9),)),
+            Candidate("agent-dev-2", good, (PeerReview("agent-dev-1", "agent-dev-2", 0.4),)),
+        )
+        request = AssessmentInput("d-9", "DEV", "double", "", ("validate input",), rated, True)
+        expected = assess_candidates(request)  # everything checked here, at once
+
+        before = runtime.ray_calls
+        runtime.precheck(request)
+        await asyncio.sleep(0.5)  # the peers would be rating now
+        assert runtime.ray_calls - before == 1  # one Ray call for the deliberation's checks
+
+        def not_here(_: AssessmentInput) -> None:
+            raise AssertionError("checked on the caller's loop although checked early")
+
+        with monkeypatch.context() as m:
+            m.setattr(ray_runtime, "assess_candidates", not_here)
+            assert await runtime.assess(request) == expected
+
+        # The text changed after the early check (a revision the copy did not see): checked here.
+        runtime.precheck(request)
+        changed = (rated[0], Candidate("agent-dev-2", good + "\n", rated[1].peer_reviews))
+        again = AssessmentInput("d-9", "DEV", "double", "", ("validate input",), changed, True)
+        assert await runtime.assess(again) == assess_candidates(again)
+
+        # The actor dies under the early check: nothing is lost, the checks run here.
+        ray.kill(runtime.actor_for("DEV", "agent-dev-1"), no_restart=True)
+        runtime.precheck(request)
+        assert await runtime.assess(request) == expected
+    finally:
+        await runtime.close()
+
+
 @pytest.mark.llm
 @pytest.mark.timeout(300)
 async def test_real_gemma_answers_through_ray(llm_server: LlamaServer) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_runtime.api import AssessmentInput, Candidate, ReviewInput
-from agent_runtime.checks import assess_candidates
+from agent_runtime.checks import assess_candidates, with_peer_reviews
 from agent_runtime.council import structured_output_body
 from agent_runtime.reviews import (
     label_candidates,
@@ -115,3 +115,24 @@ def test_councils_configure_sampling_per_agent() -> None:
     assert s1.model == "default" and s1.seed != s0.seed
     assert (s2.model, s2.seed) == ("qwen", 5)  # entries repeat
     assert c.sampling("QA", 0, "m", 10).model == "m"
+
+
+def test_ratings_folded_into_early_checks_score_as_checking_with_them() -> None:
+    """The dispatcher checks the text while the peers rate it and folds the ratings in after:
+    the score must be the one checking everything at once gives, for every kind of answer."""
+    good = "Validate.\n```python\ndef f(x):\n    return x\n```"
+    broken = "```python\ndef f(x)\n    return x\n```"
+    prose = "I would validate the input first."
+    ratings = [(), (PeerReview("r", "a", 0.7),), (PeerReview("r", "a", None, source="fallback"),)]
+    for role in ("DEV", "QA"):
+        for content in (good, broken, prose, ""):
+            for reviews in ratings:
+                rated = Candidate("a", content, reviews)
+                [early] = assess_candidates(
+                    AssessmentInput("d", role, "t", "", ("validate",), (Candidate("a", content),))
+                )
+                [whole] = assess_candidates(
+                    AssessmentInput("d", role, "t", "", ("validate",), (rated,), peer_review=True)
+                )
+                assert with_peer_reviews(early, rated, role) == whole
+                assert with_peer_reviews(whole, rated, role) == whole  # folding twice: no change

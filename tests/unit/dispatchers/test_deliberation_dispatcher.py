@@ -43,6 +43,9 @@ class FakeAgentRuntime:
         content = await act(turn) if act else f"answer from {turn.agent_id}"
         return TurnResult(turn.agent_id, turn.round, content, "fake", 3, 4, 1)
 
+    def precheck(self, request: AssessmentInput) -> None:
+        return None
+
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         return [
             Assessment(

@@ -55,6 +55,8 @@ class ScriptedRuntime:
         self.turns: list[AgentTurn] = []
         self.reviews: list[ReviewInput] = []
         self.gate: asyncio.Event | None = None
+        self.prechecks: list[tuple[int, dict[str, str]]] = []
+        """(ratings asked for before it, the texts to check) per ``precheck``."""
 
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         self.turns.append(turn)
@@ -76,6 +78,10 @@ class ScriptedRuntime:
             src = "structured" if m else "fallback"
             out.append(PeerReview(request.agent_id, c.agent_id, score, f"seen {c.agent_id}", src))
         return ReviewResult(request.agent_id, tuple(out), "scripted", 5, 7, 1)
+
+    def precheck(self, request: AssessmentInput) -> None:
+        rates_before = sum(r.purpose == "rate" for r in self.reviews)
+        self.prechecks.append((rates_before, {c.agent_id: c.content for c in request.candidates}))
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         return assess_candidates(request)
@@ -198,6 +204,8 @@ async def test_later_rounds_critique_then_revise_and_revisions_are_scored() -> N
     assert done.final_proposals()[AgentId("dev-agent-1")].round == 1
     assert done.winner == "dev-agent-1"
     assert [r.purpose for r in rt.reviews].count("critique") == 3
+    # The final (revised) texts were handed over for checking before any rating was asked for.
+    assert rt.prechecks == [(0, {a: p.content for a, p in done.final_proposals().items()})]
 
 
 async def test_an_unusable_or_failed_rating_is_recorded_and_neutral() -> None:
