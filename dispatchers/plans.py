@@ -40,6 +40,7 @@ __all__ = [
     "PlanOptions",
     "approve_plan",
     "parse_plan_approval",
+    "request_deliberations",
 ]
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -169,6 +170,43 @@ class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
     async def get_plan(self, plan_id: UUID) -> Plan: ...
 
 
+async def request_deliberations(
+    store: PlanDeliberationStore, plan_id: UUID, options: PlanOptions, now: datetime
+) -> bool:
+    """Request one deliberation per role of an approved plan; True if this call recorded it.
+
+    Idempotent, and safe beside another writer doing the same: each deliberation's id derives
+    from (plan, role), and ``DeliberationsRequested`` is recorded once. The gRPC ``ApprovePlan``
+    calls it before answering, so the task ids it returns can be read at once; the dispatcher
+    calls it for every approval on the feed (NATS approvals, or a node that stopped between the
+    two writes).
+
+    Raises:
+        InvalidDeliberationError: the plan cannot make a valid deliberation.
+    """
+    plan = await store.get_plan(plan_id)
+    if plan.dispatched:
+        return False
+    for role, task_id in zip(plan.roles, plan.task_ids(), strict=True):
+        d = Deliberation.request(
+            task_id=task_id,
+            task=plan.task_for(Role(role)),
+            role=role,
+            num_agents=options.num_agents,
+            rounds=options.rounds,
+            requested_at=now,
+            timeout_seconds=options.timeout_seconds,
+            metadata={"source": "plan", **dict(plan.metadata)},
+            plan_id=plan.plan_id,
+            story_id=plan.story_id,
+            requested_by=plan.approved_by or "planning",
+        )
+        await store.create(d)  # idempotent: the id derives from (plan, role)
+    await store.update_plan(plan_id, lambda p: p.mark_requested(p.task_ids()))
+    log.info("plan %s: requested %d deliberation(s)", plan.plan_id, len(plan.roles))
+    return True
+
+
 class PlanDispatcher:
     """Requests the deliberations of every approved plan. Loop affinity: one asyncio loop.
 
@@ -207,29 +245,8 @@ class PlanDispatcher:
 
     async def _dispatch(self, plan_id: UUID) -> None:
         try:
-            plan = await self._store.get_plan(plan_id)
-            if plan.dispatched:
-                return
-            now = self._clock()
-            o = self._options
-            for role, task_id in zip(plan.roles, plan.task_ids(), strict=True):
-                d = Deliberation.request(
-                    task_id=task_id,
-                    task=plan.task_for(Role(role)),
-                    role=role,
-                    num_agents=o.num_agents,
-                    rounds=o.rounds,
-                    requested_at=now,
-                    timeout_seconds=o.timeout_seconds,
-                    metadata={"source": "plan", **dict(plan.metadata)},
-                    plan_id=plan.plan_id,
-                    story_id=plan.story_id,
-                    requested_by=plan.approved_by or "planning",
-                )
-                await self._store.create(d)  # idempotent: the id derives from (plan, role)
-            await self._store.update_plan(plan_id, lambda p: p.mark_requested(p.task_ids()))
-            self.plans_dispatched += 1
-            log.info("plan %s: requested %d deliberation(s)", plan.plan_id, len(plan.roles))
+            if await request_deliberations(self._store, plan_id, self._options, self._clock()):
+                self.plans_dispatched += 1
         except InvalidDeliberationError:
             log.exception("plan %s: cannot request its deliberations", plan_id)
 

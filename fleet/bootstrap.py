@@ -36,6 +36,7 @@ from fleet.queries import (
     StatusBoard,
     recorder_latest_version,
 )
+from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from fleet.watch import WatchHub
 from projectors.control import Projections
@@ -135,8 +136,6 @@ class FleetNode:
                 await self._stage("LLM endpoint", self._start_llm)
                 runtime = await self._stage("agents (Ray)", self._start_agents)
             if "dispatcher" in runs:
-                from fleet.run_dispatcher import start_dispatch
-
                 app = self.app
                 parts = await start_dispatch(
                     self._stack,
@@ -354,6 +353,7 @@ class FleetNode:
         listing = DeliberationListing(graph)
         services.extras.update(watch=self.hub, listing=listing, in_flight=listing.count_open)
         services.extras.update(projections=self.projections, endpoints=self.endpoints)
+        services.extras.update(plan_options=plan_options(s))
         server: GrpcServer = self.servers["grpc"]
         server.servicer.bind(services)
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,

@@ -26,6 +26,13 @@ from fleet.config import ConfigError, Settings
 log = logging.getLogger(__name__)
 
 
+def plan_options(s: Settings) -> PlanOptions:
+    """How an approved plan's deliberations are shaped (the dispatcher and ApprovePlan agree)."""
+    return PlanOptions(
+        num_agents=s.plan_agents, rounds=s.plan_rounds, timeout_seconds=s.deliberation_timeout
+    )
+
+
 @dataclass
 class DispatchParts:
     dispatcher: DeliberationDispatcher
@@ -140,15 +147,7 @@ async def start_dispatch(
         work_queue=work_queue,
     )
     await stack.enter_async_context(dispatcher)
-    plans = PlanDispatcher(
-        store,
-        feed_factory(),
-        options=PlanOptions(
-            num_agents=s.plan_agents,
-            rounds=s.plan_rounds,
-            timeout_seconds=s.deliberation_timeout,
-        ),
-    )
+    plans = PlanDispatcher(store, feed_factory(), options=plan_options(s))
     await stack.enter_async_context(plans)
     consumer = None
     if s.plan_consumer:

@@ -1,8 +1,12 @@
 """ApprovePlan: record a plan's approval (as the ``planning.plan.approved`` consumer does).
 
-The Plan aggregate records ``Approved`` (idempotent on plan_id); the plan dispatcher then requests
-one deliberation per role. The response names their task ids at once (they derive from plan and
-role), so a caller can watch them before they exist.
+The Plan aggregate records ``Approved`` (idempotent on plan_id), then the deliberations are
+requested, one per role, before the answer: the task ids it names (they derive from plan and role)
+can be read, watched or cancelled at once. The plan dispatcher does the same for every approval on
+the feed, so a node stopped between the two writes loses nothing.
+
+Extras read from ``ApiServices.extras``: ``"plan_options"`` (a ``dispatchers.plans.PlanOptions``;
+the defaults without it).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from dispatchers.plans import PlanApproval, approve_plan
+from dispatchers.plans import PlanApproval, PlanOptions, approve_plan, request_deliberations
 from fleet.grpc import _mapping
 from fleet.grpc._errors import translated
 from fleet.grpc._services import ApiServices
@@ -39,7 +43,10 @@ class PlanRpcs:
             metadata=dict(request.metadata),
         )
         s = self.services
-        plan, created = await approve_plan(s.store, approval, now=s.clock())  # type: ignore[arg-type]
+        now = s.clock()
+        plan, created = await approve_plan(s.store, approval, now=now)
+        options = s.extras.get("plan_options") or PlanOptions()
+        await request_deliberations(s.store, plan.id, options, now)
         return pb.ApprovePlanResponse(
             plan_id=plan.plan_id, task_ids=plan.task_ids(), created=created
         )

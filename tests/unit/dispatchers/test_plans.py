@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 import pytest
 
 from aggregates import Deliberation, Plan, deliberation_id, plan_deliberation_task_id, plan_id_of
-from dispatchers.plans import BadPlanMessage, PlanDispatcher, approve_plan, parse_plan_approval
+from dispatchers.plans import (
+    BadPlanMessage,
+    PlanDispatcher,
+    PlanOptions,
+    approve_plan,
+    parse_plan_approval,
+    request_deliberations,
+)
 from fleet.application import FleetApplication
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
@@ -93,3 +100,22 @@ async def test_a_plan_approved_while_no_dispatcher_ran_is_dispatched_on_start() 
     assert ids == ["plan:P2:ARCHITECT", "plan:P2:DEV", "plan:P2:QA"]
     d = await store.get(deliberation_id(ids[0]))
     assert isinstance(d, Deliberation) and d.status.value == "PENDING"
+
+
+async def test_requesting_beside_a_running_dispatcher_records_each_deliberation_once() -> None:
+    """ApprovePlan requests the deliberations itself (so its task ids can be read at once) while
+    the plan dispatcher sees the same approval on the feed: both write, nothing is doubled."""
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    approval = parse_plan_approval(json.dumps(SEED_MESSAGE).encode())
+    async with PlanDispatcher(store, ApplicationEventFeed(app)):
+        plan, _ = await approve_plan(store, approval, now=NOW)
+        first = await request_deliberations(store, plan.id, PlanOptions(num_agents=4), NOW)
+        for task_id in plan.task_ids():  # readable as soon as the call returns
+            assert (await store.get(deliberation_id(task_id))).num_agents == 4
+        again = await request_deliberations(store, plan.id, PlanOptions(), NOW)
+        await asyncio.sleep(0.1)  # the dispatcher's own pass over the approval
+    topics = [n.topic for n in app.recorder.select_notifications(1, 1000)]
+    assert len([t for t in topics if t.endswith("Deliberation.Requested")]) == 2
+    assert len([t for t in topics if t.endswith("Plan.DeliberationsRequested")]) == 1
+    assert first is True and again is False
