@@ -1,4 +1,5 @@
-"""Launcher for llama.cpp's server with Fleet's ``fleet-base`` chat format registered first.
+"""Launcher for llama.cpp's server with Fleet's ``fleet-base`` chat format registered first (and
+llama.cpp's extra CPU buffer types off: see ``without_extra_buffers``).
 
 Run as ``python -m fleet.embedded._llama_serve <llama_cpp.server args> --chat_format fleet-base``.
 
@@ -110,9 +111,31 @@ def register() -> None:
     )
 
 
+def without_extra_buffers() -> None:
+    """Load models without llama.cpp's extra CPU buffer types (weight repacking, AMX).
+
+    Why: on a CPU with AMX (Intel Sapphire Rapids and later) a llama.cpp built for the machine
+    (``-march=native``, how pip builds it) places the Q4_K weights in the AMX buffer, and the
+    first decode of Gemma 3 then crashes the server in ``ggml_backend_amx_mul_mat`` (SIGSEGV;
+    llama-cpp-python 0.3.36). llama-cpp-python's server has no flag for it, so the launcher
+    switches ``use_extra_bufts`` off in the default model parameters it builds every model from.
+    """
+    import llama_cpp.llama_cpp as low_level  # what ``Llama`` builds its model parameters with
+
+    defaults = low_level.llama_model_default_params
+
+    def model_params() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    low_level.llama_model_default_params = model_params
+
+
 def main() -> None:
     """Register the format, then run llama_cpp.server's own CLI on ``sys.argv``."""
     register()
+    without_extra_buffers()
     from llama_cpp.server.__main__ import main as serve
 
     serve()  # type: ignore[no-untyped-call]
