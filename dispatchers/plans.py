@@ -173,7 +173,8 @@ class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
 async def request_deliberations(
     store: PlanDeliberationStore, plan_id: UUID, options: PlanOptions, now: datetime
 ) -> bool:
-    """Request one deliberation per role of an approved plan; True if this call recorded it.
+    """Request one deliberation per role of an approved plan; False if the plan already said
+    they were requested (two writers racing may both return True; nothing is recorded twice).
 
     Idempotent, and safe beside another writer doing the same: each deliberation's id derives
     from (plan, role), and ``DeliberationsRequested`` is recorded once. The gRPC ``ApprovePlan``

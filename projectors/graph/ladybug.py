@@ -12,19 +12,20 @@ transactions only: each query runs in a ``READ ONLY`` transaction (the engine's 
 write, behind the guard) with the connection's query timeout set to its time limit.
 
 Checkpoints: committed writes sit in the write-ahead log (~1.2 KB per event) until a checkpoint
-folds them into the database file, and no write commits while one runs. The engine folds on its
-own inside the commit that takes the log past ``checkpoint_threshold`` bytes. A fold costs a
-part that grows with the tables it touches (~150-250 ms on a 100,000-event graph, even after one
-event) plus a part that grows with the log (a 4 MiB fold took 0.8-0.9 s, a 64 MiB one 2.4-3.2 s
-on that graph), and each MB of log also adds ~0.3-0.7 ms to every commit. So the threshold
-follows what is being applied: catch-up batches (``CATCH_UP_EVENTS`` or more) run under 64 MiB
-(``CHECKPOINT_THRESHOLD``: throughput counts, a stall does not), live ones under 512 KiB
-(``LIVE_CHECKPOINT_THRESHOLD``): a stream with no quiet spell meets a ~250 ms fold every second
+folds them into the database file, and no write commits while one runs. The engine folds on its own
+inside the commit that takes the log past ``checkpoint_threshold`` bytes. A fold costs a part that
+grows with the tables the log touches (each table here fits one storage group, which a fold appears
+to rewrite when touched: on a 100,000-event graph, 512 KiB of live writes folded in 220-340 ms,
+position updates alone in 36 ms) plus a part that grows with the log (a 4 MiB fold took 0.8-0.9 s,
+a 64 MiB one 2.4-3.2 s on that graph), and each MB of log also adds ~0.3-0.7 ms to every commit. So
+the threshold follows what is being applied: catch-up batches (``CATCH_UP_EVENTS`` or more) run
+under 64 MiB (``CHECKPOINT_THRESHOLD``: throughput counts, a stall does not), live ones under 512
+KiB (``LIVE_CHECKPOINT_THRESHOLD``): a stream with no quiet spell meets a ~0.3 s fold every second
 or so instead of a 3 s one every two minutes (measured at 500 events/s for 150 s: graph lag p99
-1,984 ms and max 3.2 s before, 219 ms and 462 ms after). The runner also calls ``checkpoint``
-once its catch-up is applied and when the projection goes quiet, which folds the log once it holds
-``idle_checkpoint_bytes`` (``IDLE_CHECKPOINT_BYTES``), so that bursty traffic (a deliberation
-step, then seconds of model time) folds in the gaps rather than inside a commit.
+1,984 ms and max 3.2 s before, 219 ms and 462 ms after). The runner also calls ``checkpoint`` once
+its catch-up is applied and when the projection goes quiet, which folds the log once it holds
+``idle_checkpoint_bytes`` (``IDLE_CHECKPOINT_BYTES``), so that bursty traffic (a deliberation step,
+then seconds of model time) folds in the gaps rather than inside a commit.
 
 Statement sizes: the driver prepares a statement on its first call with a given text and
 parameter types, and the prepared statement keeps that call's values: every later execution then
