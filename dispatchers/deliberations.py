@@ -25,10 +25,12 @@ offers each new deliberation to the queue, and drives only those the queue hands
 
 Latency: the first calls go out while Started is written (no answer is recorded before it); the
 peer ratings go out while the last round's answers are written (no rating is recorded before
-them), from the driver's own copy of the deliberation with those answers applied; the scores and
-the decision are ordered one-event writes rather than one atomic batch, and the driver reads its
-own last state between steps (``last_known``) instead of a replay. Each of these removed a
-sequential store step from every deliberation's critical path (issue 5).
+them), from the driver's own copy of the deliberation with those answers applied; the last
+rating to come back, the scores computed from the copy and the decision are one ordered write
+(each score checks the stored state it lands on, see ``_conclude``), of one-event units rather
+than one atomic batch; and the driver reads its own last state between steps (``last_known``)
+instead of a replay. Each of these removed a sequential store step from every deliberation's
+critical path (issue 5).
 
 (Over 400 lines on purpose: one deliberation's steps wait on each other through the driver's
 state, Started before answers, answers before reviews, scores before the decision, and read best
@@ -41,7 +43,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -51,6 +53,7 @@ from agent_runtime.api import (
     AgentRuntime,
     AgentTurn,
     AgentTurnError,
+    Assessment,
     AssessmentInput,
     Candidate,
     PeerProposal,
@@ -59,7 +62,6 @@ from agent_runtime.api import (
 )
 from aggregates import (
     AgentId,
-    CheckOutcome,
     DeadlineNotReachedError,
     Deliberation,
     DeliberationClosedError,
@@ -296,23 +298,50 @@ class DeliberationDispatcher:
                     *(self._turn(d, a, round_no) for a in d.participants(round_no) if a not in done)
                 )
         # ``d`` is the driver's copy with this round's answers applied; their writes may still be
-        # in flight, and the ratings below wait for them before they are recorded.
+        # in flight, and the ratings and scores below are queued behind them.
         if d.is_terminal:
             return
         self._precheck(d)
+        last: list[Callable[[Deliberation], object]] = []
         if self._options.peer_review and len(d.final_proposals()) >= 2:
-            raters = [a for a in d.final_proposals() if a not in d.rated()]
-            await asyncio.gather(*(self._review(d, a, "rate", d.rounds - 1) for a in raters))
-        await self._answers_stored(d_id)
-        d = await self._store.last_known(d_id)
-        if d.is_terminal:
-            return
-        await self._score_and_complete(d)
+            last = await self._rate(d)
+        await self._conclude(d, last)
 
     async def _critique_round(self, d_id: UUID, round_no: int) -> None:
         d = await self._store.last_known(d_id)
         critics = [a for a in d.participants(round_no) if a not in d.critiqued(round_no)]
-        await asyncio.gather(*(self._review(d, a, "critique", round_no) for a in critics))
+
+        async def critique(agent: AgentId) -> None:
+            await self._record(d_id, await self._ask(d, agent, "critique", round_no))
+
+        await asyncio.gather(*(critique(a) for a in critics))
+
+    async def _rate(self, d: Deliberation) -> list[Callable[[Deliberation], object]]:
+        """Ask the peers to rate the final proposals; apply every rating to the copy ``d``.
+
+        Ratings that come back while others are still awaited are stored in the background
+        (after the proposals), as answers are; the last to come back are returned unrecorded,
+        so that ``_conclude`` stores them in the same write as the scores and the decision they
+        lead to: one crossing to the store after the last answer instead of two."""
+        proposals = list(self._answers.get(d.id, ()))
+        raters = [a for a in d.final_proposals() if a not in d.rated()]
+        asking = {asyncio.ensure_future(self._ask(d, a, "rate", d.rounds - 1)) for a in raters}
+        try:
+            while asking:
+                done, asking = await asyncio.wait(asking, return_when=asyncio.FIRST_COMPLETED)
+                changes = [t.result() for t in done]
+                if not asking:
+                    for change in changes:
+                        with contextlib.suppress(Exception):  # the store decides (see _answer)
+                            change(d)
+                    d.collect_events()
+                    return changes
+                for change in changes:
+                    self._answer(d, change, after=proposals)
+        finally:
+            for t in asking:
+                t.cancel()
+        return []
 
     def _assessment(self, d: Deliberation) -> AssessmentInput | None:
         """What scoring ``d`` asks the runtime: its unscored final proposals, with the ratings
@@ -344,27 +373,44 @@ class DeliberationDispatcher:
         except Exception:  # a hint only: scoring checks them anyway
             log.warning("deliberation %s: early checks not started", d.id, exc_info=True)
 
-    async def _score_and_complete(self, d: Deliberation) -> None:
+    async def _conclude(
+        self, d: Deliberation, ratings: list[Callable[[Deliberation], object]]
+    ) -> None:
+        """Store the last ratings, the scores and the decision, scored from the copy ``d``.
+
+        One ordered write, once the answers in flight are stored: each score checks that
+        the stored deliberation holds exactly the proposal and ratings it was computed from
+        (``_require_assessed``), so a copy that missed another process's write scores nothing.
+        Then, as after any refused part, the scores are computed again from the stored state
+        once every answer is stored (the path a restarted dispatcher takes too).
+        """
         request = self._assessment(d)
         assessments = [] if request is None else await self._runtime.assess(request)
+        changes = [*ratings, *_scores(assessments, basis=request), _complete]
+        await self._started(d.id)
+        await self._answers_stored(d.id)  # the proposals and earlier ratings: long done, mostly
+        try:
+            await self._store.update_in_order(d.id, changes)
+            return
+        except DeliberationClosedError:
+            raise
+        except Exception as e:  # a refused part: the stored state decides
+            log.info("deliberation %s: scoring again from the stored state (%s)", d.id, e)
+        await self._answers_stored(d.id)
+        d = await self._store.last_known(d.id)
+        if not d.is_terminal:
+            await self._score_and_complete(d)
 
-        def score(agent: AgentId, value: float, checks: list[CheckOutcome]) -> Callable[..., None]:
-            def change(d: Deliberation) -> None:
-                if d.final_proposals()[agent].score is None:  # a restart may find it scored
-                    d.score(agent_id=agent, score=value, checks=checks)
-
-            return change
-
-        # Each score, then the decision, in this order: Completed is stored only once every
-        # score is (and the aggregate refuses to complete with a proposal unscored), so a crash
-        # in between leaves scores that a restarted dispatcher completes from. Separate
-        # one-event writes rather than one atomic batch: batches are serialised per stream, and
-        # fifty deliberations finishing together would queue behind each other.
-        changes: list[Callable[[Deliberation], None]] = [
-            score(AgentId(a.agent_id), a.score, list(a.checks)) for a in assessments
-        ]
-        changes.append(_complete)
-        await self._store.update_in_order(d.id, changes)
+    async def _score_and_complete(self, d: Deliberation) -> None:
+        """Score ``d`` as stored, then decide (each score, then Completed, in this order)."""
+        request = self._assessment(d)
+        assessments = [] if request is None else await self._runtime.assess(request)
+        # Completed is stored only once every score is (and the aggregate refuses to complete
+        # with a proposal unscored), so a crash in between leaves scores that a restarted
+        # dispatcher completes from. Separate one-event writes rather than one atomic batch:
+        # batches are serialised per stream, and fifty deliberations finishing together would
+        # queue behind each other.
+        await self._store.update_in_order(d.id, [*_scores(assessments, basis=None), _complete])
 
     # ------------------------------------------------------------------ agent calls
 
@@ -439,8 +485,11 @@ class DeliberationDispatcher:
             ),
         )
 
-    async def _review(self, d: Deliberation, agent: AgentId, purpose: str, round_no: int) -> None:
-        """A critique (before revising in ``round_no``) or the final rating, by ``agent``."""
+    async def _ask(
+        self, d: Deliberation, agent: AgentId, purpose: str, round_no: int
+    ) -> Callable[[Deliberation], object]:
+        """A critique (before revising in ``round_no``) or the final rating, by ``agent``: the
+        change that records it (a failed review is recorded too, as neutral, never fatal)."""
         if purpose == "critique":
             peers = _latest(d, before_round=round_no)
         else:
@@ -458,50 +507,43 @@ class DeliberationDispatcher:
             sampling=self._sampling_for(d, agent),
             timeout_s=self._options.call_timeout_s,
         )
-        record = Deliberation.receive_critique if purpose == "critique" else None
+        critique = purpose == "critique"
         try:
             result = await self._runtime.review(request)
-        except Exception as e:  # a failed review is recorded (neutral), never fatal
+        except Exception as e:
             error = str(e) if isinstance(e, AgentTurnError) else f"{type(e).__name__}: {e}"
-            if record is not None:
-                await self._record(
-                    d.id,
-                    lambda d: d.receive_critique(
-                        agent_id=agent, round=round_no, reviews=[], error=error
-                    ),
+            if critique:
+                return lambda d: d.receive_critique(
+                    agent_id=agent, round=round_no, reviews=[], error=error
                 )
-            else:
-                await self._record(
-                    d.id, lambda d: d.receive_ratings(agent_id=agent, reviews=[], error=error)
-                )
-            return
+            return lambda d: d.receive_ratings(agent_id=agent, reviews=[], error=error)
         reviews = list(result.reviews)
-        if record is not None:
-            await self._record(
-                d.id,
-                lambda d: d.receive_critique(
-                    agent_id=agent,
-                    round=round_no,
-                    reviews=reviews,
-                    model=result.model,
-                    tokens=result.completion_tokens,
-                    latency_ms=result.latency_ms,
-                ),
+        if critique:
+            return lambda d: d.receive_critique(
+                agent_id=agent,
+                round=round_no,
+                reviews=reviews,
+                model=result.model,
+                tokens=result.completion_tokens,
+                latency_ms=result.latency_ms,
             )
-        else:
-            await self._record(
-                d.id,
-                lambda d: d.receive_ratings(
-                    agent_id=agent,
-                    reviews=reviews,
-                    model=result.model,
-                    tokens=result.completion_tokens,
-                    latency_ms=result.latency_ms,
-                ),
-            )
+        return lambda d: d.receive_ratings(
+            agent_id=agent,
+            reviews=reviews,
+            model=result.model,
+            tokens=result.completion_tokens,
+            latency_ms=result.latency_ms,
+        )
 
-    def _answer(self, d: Deliberation, change: Callable[[Deliberation], object]) -> None:
-        """Apply an agent's answer to the driver's copy ``d`` now; store it in the background.
+    def _answer(
+        self,
+        d: Deliberation,
+        change: Callable[[Deliberation], object],
+        *,
+        after: Sequence[asyncio.Future[None]] = (),
+    ) -> None:
+        """Apply an agent's answer to the driver's copy ``d`` now; store it in the background,
+        once the writes ``after`` (an earlier phase's answers) are done.
 
         The next phase (the peers' ratings) starts from the copy at once instead of after the
         write, and whatever is recorded next waits for the write first (``_record``), so the
@@ -512,7 +554,7 @@ class DeliberationDispatcher:
         with contextlib.suppress(Exception):  # the store decides; its error surfaces there
             change(d)
         d.collect_events()
-        write = asyncio.ensure_future(self._record(d.id, change, after_answers=False))
+        write = asyncio.ensure_future(self._record(d.id, change, after_answers=False, after=after))
         self._answers.setdefault(d.id, []).append(write)
 
     async def _answers_stored(self, d_id: UUID, *, raising: bool = True) -> None:
@@ -533,17 +575,30 @@ class DeliberationDispatcher:
             raise errors[0]
 
     async def _record(
-        self, d_id: UUID, change: Callable[[Deliberation], object], *, after_answers: bool = True
+        self,
+        d_id: UUID,
+        change: Callable[[Deliberation], object],
+        *,
+        after_answers: bool = True,
+        after: Sequence[asyncio.Future[None]] = (),
     ) -> None:
-        started = self._starting.get(d_id)
-        if started is not None:
-            await asyncio.shield(started)  # no answer lands before Started (its failure ends us)
+        await self._started(d_id)
+        if after:  # their errors are reported by ``_answers_stored``
+            await asyncio.wait(after)
         if after_answers:
             await self._answers_stored(d_id)  # no review or score lands before the answers
         try:
             await self._store.update(d_id, change)
         except DuplicateProposalError:
             log.info("deliberation %s: duplicate answer ignored", d_id)
+
+    async def _started(self, d_id: UUID) -> None:
+        """Wait until Started is stored, if its write is in flight: no answer lands before it
+        (and its failure ends the driver). No suspension when it is stored already, so a write
+        queued after this keeps its place behind the writes queued before it."""
+        started = self._starting.get(d_id)
+        if started is not None:
+            await asyncio.shield(started)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -597,6 +652,39 @@ def _retrieved(write: asyncio.Future[None]) -> None:
     never retrieved (the driver that started it ended; the events say what landed)."""
     if not write.cancelled() and write.exception() is not None:
         log.warning("an answer write of an ended driver failed: %s", write.exception())
+
+
+class StaleCopyError(Exception):
+    """A score computed from the driver's copy does not match the stored deliberation."""
+
+
+def _scores(
+    assessments: list[Assessment], *, basis: AssessmentInput | None
+) -> list[Callable[[Deliberation], None]]:
+    """A change recording each assessment's score. With ``basis`` (what was assessed), each
+    first checks that the stored deliberation holds exactly those proposals and ratings."""
+
+    def score(a: Assessment) -> Callable[[Deliberation], None]:
+        agent = AgentId(a.agent_id)
+
+        def change(d: Deliberation) -> None:
+            if basis is not None:
+                _require_assessed(d, basis)
+            if d.final_proposals()[agent].score is None:  # a restart may find it scored
+                d.score(agent_id=agent, score=a.score, checks=list(a.checks))
+
+        return change
+
+    return [score(a) for a in assessments]
+
+
+def _require_assessed(d: Deliberation, basis: AssessmentInput) -> None:
+    final = d.final_proposals()
+    for c in basis.candidates:
+        agent = AgentId(c.agent_id)
+        p = final.get(agent)
+        if p is None or p.content != c.content or tuple(d.ratings_of(agent)) != c.peer_reviews:
+            raise StaleCopyError(f"deliberation {d.id}: {agent} was scored from an older state")
 
 
 def _complete(d: Deliberation) -> None:

@@ -313,3 +313,95 @@ async def test_ratings_go_out_while_the_answers_are_written_and_land_after_them(
     last_proposal = max(i for i, t in enumerate(types) if t == "ProposalReceived")
     first_rating = types.index("PeerRatingsReceived")
     assert last_proposal < first_rating  # the stream holds the protocol's order
+
+
+class SlowRater(ScriptedRuntime):
+    """Rates after a delay per rater, so that one rating comes back last."""
+
+    def __init__(self, delays: dict[str, float], **kw: Any) -> None:
+        super().__init__({f"dev-agent-{i}": fixed(code(GOOD, 5 + i)) for i in (1, 2, 3)}, **kw)
+        self.delays = delays
+
+    async def review(self, request: ReviewInput) -> ReviewResult:
+        await asyncio.sleep(self.delays.get(request.agent_id, 0.0))
+        return await super().review(request)
+
+
+class WritesSeen(ApplicationDeliberationStore):
+    """The real store, noting what each write carried (by the commands' names)."""
+
+    def __init__(self, app: FleetApplication) -> None:
+        super().__init__(app)
+        self.writes: list[list[str]] = []
+        self.before_in_order: Callable[[Any], Any] | None = None
+
+    async def update(self, deliberation_id: Any, change: Any) -> Any:
+        self.writes.append([_command(change)])
+        return await super().update(deliberation_id, change)
+
+    async def update_in_order(self, deliberation_id: Any, changes: Any) -> Any:
+        self.writes.append([_command(c) for c in changes])
+        if self.before_in_order is not None:
+            hook, self.before_in_order = self.before_in_order, None
+            await hook(deliberation_id)
+        return await super().update_in_order(deliberation_id, changes)
+
+
+def _command(change: Any) -> str:
+    names = getattr(getattr(change, "__code__", None), "co_names", ())
+    known = ("receive_ratings", "score", "complete", "receive_proposal", "start")
+    return next((n for n in known if n in names), "other")
+
+
+async def test_the_last_rating_the_scores_and_the_decision_are_one_write() -> None:
+    rt = SlowRater({"dev-agent-1": 0.0, "dev-agent-2": 0.05, "dev-agent-3": 0.2})
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = WritesSeen(a)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "one-write").id)
+    assert done.status is DeliberationStatus.COMPLETED and done.winner == "dev-agent-3"
+    # The first two ratings were stored as they came; the last one travelled with the scores
+    # and the decision: one write after the last answer, not a write and then another.
+    ratings_alone = [w for w in store.writes if w == ["receive_ratings"]]
+    assert len(ratings_alone) == 2
+    assert store.writes[-1] == ["receive_ratings", "score", "score", "score", "complete"]
+    types = [type(e).__name__ for e in await store.history(done.id)]
+    assert types.count("PeerRatingsReceived") == 3
+    assert max(i for i, t in enumerate(types) if t == "PeerRatingsReceived") < types.index(
+        "ProposalScored"
+    )
+    # Scored from all three ratings: 3's proposal (Q=8) was rated by both peers.
+    checks = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-3")].checks}
+    assert checks["peer_review"].details["ratings"] == "2"
+
+
+async def test_scores_come_from_the_stored_ratings_when_the_copy_missed_a_write() -> None:
+    """Another process records dev-agent-3's rating first (with other marks): the rating the
+    driver brought is refused, its scores no longer match what is stored, and the scores are
+    computed again from the stored ratings."""
+    rt = SlowRater({"dev-agent-1": 0.0, "dev-agent-2": 0.05, "dev-agent-3": 0.2})
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = WritesSeen(a)
+
+    async def other_process_rates(d_id: Any) -> None:
+        def rate(d: Deliberation) -> None:
+            reviews = [
+                PeerReview("dev-agent-3", t, 0.0, "poor", "structured")
+                for t in ("dev-agent-1", "dev-agent-2")
+            ]
+            d.receive_ratings(agent_id=AgentId("dev-agent-3"), reviews=reviews)
+
+        await ApplicationDeliberationStore.update(store, d_id, rate)
+
+    store.before_in_order = other_process_rates
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
+        done = await until_terminal(store, request(a, "stale-copy").id)
+    assert done.status is DeliberationStatus.COMPLETED
+    types = [type(e).__name__ for e in await store.history(done.id)]
+    assert types.count("PeerRatingsReceived") == 3  # the refused one was not stored
+    assert types.count("ProposalScored") == 3
+    by_3 = {rv.target: rv.score for rv in done.ratings[AgentId("dev-agent-3")]}
+    assert by_3 == {"dev-agent-1": 0.0, "dev-agent-2": 0.0}
+    # dev-agent-1's score folds in the stored 0.0 from dev-agent-3, not the copy's rating.
+    checks = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-1")].checks}
+    assert "dev-agent-3=0.00" in checks["peer_review"].details["by"]
