@@ -170,29 +170,47 @@ class CallBatcher:
         return call.future
 
     def _flush(self) -> None:
+        """Send what this loop turn gathered: the Ray calls leave now, from this callback (a
+        task would start them one loop turn later); tasks only wait for their answers."""
         self._flushing = False
         pending, self._pending = self._pending, {}
         for handle_key, calls in pending.items():
             actor = self._actors.pop(handle_key)
-            task = asyncio.ensure_future(self._send(actor, calls))
+            try:
+                if len(calls) == 1:
+                    sent = self._send_one(actor, calls[0], self._remote_one(actor, calls[0]))
+                else:
+                    batch_id = uuid.uuid4().hex
+                    ref = self._remote_batch(actor, batch_id, calls)
+                    sent = self._send_batch(actor, calls, retry_lost=True, sent=(batch_id, ref))
+            except Exception as e:  # Ray refused the call outright: every caller hears why
+                for c in calls:
+                    _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
+                continue
+            task = asyncio.ensure_future(self._answered(sent, calls))
             self._sends.add(task)
             task.add_done_callback(self._sends.discard)
 
-    async def _send(self, actor: Any, calls: list[_Call]) -> None:
+    async def _answered(self, sent: Awaitable[None], calls: list[_Call]) -> None:
         try:
-            if len(calls) == 1:
-                await self._send_one(actor, calls[0])
-            else:
-                await self._send_batch(actor, calls, retry_lost=True)
+            await sent
         except Exception as e:  # a bug here must still answer every caller
             for c in calls:
                 _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
 
-    async def _send_one(self, actor: Any, call: _Call) -> None:
+    def _remote_one(self, actor: Any, call: _Call) -> Any:
+        self.ray_calls += 1
+        return getattr(actor, call.method).remote(call.arg)
+
+    def _remote_batch(self, actor: Any, batch_id: str, calls: list[_Call]) -> Any:
+        self.ray_calls += 1
+        items = [(c.method, c.arg) for c in calls]
+        keep_s = max(c.timeout_s for c in calls)
+        return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
+
+    async def _send_one(self, actor: Any, call: _Call, ref: Any) -> None:
         import ray
 
-        self.ray_calls += 1
-        ref = getattr(actor, call.method).remote(call.arg)
         call.future.add_done_callback(lambda f: _cancel_ref(ray, ref) if f.cancelled() else None)
         try:
             result = await ref
@@ -204,21 +222,30 @@ class CallBatcher:
             if not call.future.done():
                 call.future.set_result(result)
 
-    async def _send_batch(self, actor: Any, calls: list[_Call], *, retry_lost: bool) -> None:
-        batch_id = uuid.uuid4().hex
-        keep_s = max(c.timeout_s for c in calls)
+    async def _send_batch(
+        self,
+        actor: Any,
+        calls: list[_Call],
+        *,
+        retry_lost: bool,
+        sent: tuple[str, Any] | None = None,
+    ) -> None:
+        """Run ``calls`` as one batch, collecting those still running until none is left.
+        ``sent``: (batch id, reference) of its ``run_batch`` when already sent."""
+        batch_id, ref = sent or (uuid.uuid4().hex, None)
         remaining = list(range(len(calls)))
         lost: list[_Call] = []
-        first = True
+        started = ref is not None
         while remaining:
-            self.ray_calls += 1
             try:
-                if first:
-                    items = [(c.method, c.arg) for c in calls]
-                    ref = actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
-                else:
+                if ref is None and not started:
+                    ref = self._remote_batch(actor, batch_id, calls)
+                    started = True
+                elif ref is None:
+                    self.ray_calls += 1
                     ref = actor.collect.remote(batch_id, remaining, self._linger_s)
                 outcomes: list[Outcome] = await ref
+                ref = None
             except RayTaskError as e:
                 for i in remaining:
                     _fail(calls[i], AgentTurnError(_cause_message(e)))
@@ -228,7 +255,6 @@ class CallBatcher:
                     c = calls[i]
                     _fail(c, AgentTurnError(f"{c.key}: actor failure ({type(e).__name__}): {e}"))
                 return
-            first = False
             still: list[int] = []
             for i, o in zip(remaining, outcomes, strict=True):
                 c = calls[i]
