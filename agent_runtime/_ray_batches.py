@@ -10,11 +10,15 @@ queued behind (tens of ms at the 99th percentile).
 ``CallBatcher`` (the caller's side) gathers the calls submitted to one actor during one turn of
 the event loop and sends them as one ``run_batch``; a lone call goes as a plain method call.
 ``ActorBatches`` (the actor's side) starts every call of a batch at once and answers as soon as
-all are done, or ``linger_s`` after the first one is, whichever comes first: answers that
-arrive together come back together, and an early answer never waits for a slow sibling (nor for
-another deliberation's call in the same batch) more than ``linger_s``. Calls still running are
-fetched with ``collect`` under the same rule until none is left. So the slowest answer of a
-phase (the one the deliberation waits for) comes back one Ray reply after it arrives, as before.
+all are done, or ``linger_s`` after the first one is, or as soon as the last running call of a
+*group* is (the calls one caller waits for together: one deliberation's phase), whichever comes
+first: answers that arrive together come back together, an early answer never waits for a slow
+sibling more than ``linger_s``, and the answer that completes a group never waits at all. Calls
+still running are fetched with ``collect`` under the same rule until none is left. So the
+slowest answer of a phase (the one the deliberation waits for) comes back one Ray reply after it
+arrives, even when other deliberations' calls share its batch: before groups, such an answer
+lingered for them, and a deliberation whose last call finished while another's still ran paid
+the whole ``linger_s`` (50 ms, a quarter of the 99th-percentile overhead budget).
 
 Each call keeps its own outcome: one call failing fails no other. If the actor dies, Ray re-runs
 a ``run_batch`` (``max_task_retries``), as it would a single call; calls a restarted actor no
@@ -65,6 +69,7 @@ class ActorBatches:
     def __init__(self, methods: dict[str, Callable[[Any], Awaitable[Any]]]) -> None:
         self._methods = methods
         self._batches: dict[str, dict[int, asyncio.Task[Any]]] = {}
+        self._groups: dict[str, dict[int, str]] = {}
 
     @property
     def open_batches(self) -> int:
@@ -73,35 +78,39 @@ class ActorBatches:
     async def run(
         self,
         batch_id: str,
-        calls: Sequence[tuple[str, Any]],
+        calls: Sequence[tuple[str, Any, str]],
         linger_s: float,
         keep_s: float,
     ) -> list[Outcome]:
-        """Start every call, then answer as ``collect`` does. A batch Ray re-sends after a crash
-        finds nothing here and simply starts again."""
+        """Start every call (method, argument, group), then answer as ``collect`` does. A batch
+        Ray re-sends after a crash finds nothing here and simply starts again."""
         tasks: dict[int, asyncio.Task[Any]] = {}
-        for i, (method, arg) in enumerate(calls):
+        for i, (method, arg, _) in enumerate(calls):
             fn = self._methods.get(method)
             if fn is None:
                 tasks[i] = asyncio.ensure_future(_refuse(method))
             else:
                 tasks[i] = asyncio.ensure_future(fn(arg))
         self._batches[batch_id] = tasks
+        self._groups[batch_id] = {i: group for i, (_, _, group) in enumerate(calls)}
         # Nobody may collect (the caller died): drop the batch once its calls are long over.
         loop = asyncio.get_running_loop()
-        loop.call_later(keep_s + _KEEP_S, self._batches.pop, batch_id, None)
+        loop.call_later(keep_s + _KEEP_S, self._forget, batch_id)
         return await self.collect(batch_id, list(tasks), linger_s)
+
+    def _forget(self, batch_id: str) -> None:
+        self._batches.pop(batch_id, None)
+        self._groups.pop(batch_id, None)
 
     async def collect(
         self, batch_id: str, indexes: Sequence[int], linger_s: float
     ) -> list[Outcome]:
-        """The outcomes of ``indexes``: once all are done, or ``linger_s`` after the first is."""
+        """The outcomes of ``indexes``: once all are done, or ``linger_s`` after the first is,
+        or once one of them completes its group (among ``indexes``)."""
         batch = self._batches.get(batch_id, {})
-        tasks = [batch[i] for i in indexes if i in batch]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            if pending:
-                await asyncio.wait(pending, timeout=linger_s)
+        groups = self._groups.get(batch_id, {})
+        tasks = {i: batch[i] for i in indexes if i in batch}
+        await _settle(tasks, groups, linger_s)
         out: list[Outcome] = []
         for i in indexes:
             task = batch.get(i)
@@ -113,8 +122,35 @@ class ActorBatches:
                 del batch[i]
                 out.append(_outcome(task))
         if not batch:
-            self._batches.pop(batch_id, None)
+            self._forget(batch_id)
         return out
+
+
+async def _settle(
+    tasks: dict[int, asyncio.Task[Any]], groups: dict[int, str], linger_s: float
+) -> None:
+    """Wait until every task is done, or ``linger_s`` after the first is, or until a task
+    finishes whose group has nothing left running: its caller waits for nothing else."""
+    if not tasks:
+        return
+    loop = asyncio.get_running_loop()
+    group_of = {t: groups.get(i, "") for i, t in tasks.items()}
+    pending: set[asyncio.Task[Any]] = set(tasks.values())
+    deadline: float | None = None
+    while pending:
+        timeout = None if deadline is None else deadline - loop.time()
+        if timeout is not None and timeout <= 0:
+            return
+        done, pending = await asyncio.wait(
+            pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            return  # lingered long enough
+        if deadline is None:
+            deadline = loop.time() + linger_s
+        finished = {group_of[t] for t in done} - {""}
+        if finished - {group_of[t] for t in pending}:
+            return  # a group is complete: its caller is waiting for exactly these answers
 
 
 async def _refuse(method: str) -> Any:
@@ -138,6 +174,7 @@ class _Call:
     key: str
     timeout_s: float
     future: asyncio.Future[Any]
+    group: str = ""
 
 
 class CallBatcher:
@@ -156,11 +193,15 @@ class CallBatcher:
         self.ray_calls = 0
         """Ray calls sent (batches, lone calls and collects): for tests and benchmarks."""
 
-    def submit(self, actor: Any, method: str, arg: Any, *, key: str, timeout_s: float) -> Any:
+    def submit(
+        self, actor: Any, method: str, arg: Any, *, key: str, timeout_s: float, group: str = ""
+    ) -> Any:
         """Queue one call to ``actor``; returns a future of its result (AgentTurnError on
-        failure). Cancelling the future abandons the call (a lone call is cancelled in Ray)."""
+        failure). Cancelling the future abandons the call (a lone call is cancelled in Ray).
+        ``group``: the calls the caller waits for together (e.g. a deliberation's id); the one
+        that completes its group comes back at once (see ``ActorBatches``)."""
         loop = asyncio.get_running_loop()
-        call = _Call(method, arg, key, timeout_s, loop.create_future())
+        call = _Call(method, arg, key, timeout_s, loop.create_future(), group)
         handle_key = id(actor)  # a runtime's pools hold one handle object per actor
         self._actors[handle_key] = actor
         self._pending.setdefault(handle_key, []).append(call)
@@ -204,7 +245,7 @@ class CallBatcher:
 
     def _remote_batch(self, actor: Any, batch_id: str, calls: list[_Call]) -> Any:
         self.ray_calls += 1
-        items = [(c.method, c.arg) for c in calls]
+        items = [(c.method, c.arg, c.group) for c in calls]
         keep_s = max(c.timeout_s for c in calls)
         return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
 

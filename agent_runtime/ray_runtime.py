@@ -124,7 +124,7 @@ class AgentActor:
         return self._member.assess(request)
 
     async def run_batch(
-        self, batch_id: str, calls: list[tuple[str, Any]], linger_s: float, keep_s: float
+        self, batch_id: str, calls: list[tuple[str, Any, str]], linger_s: float, keep_s: float
     ) -> list[Outcome]:
         """Several calls in one Ray call (see ``_ray_batches``)."""
         return await self._batches.run(batch_id, calls, linger_s, keep_s)
@@ -301,7 +301,10 @@ class RayAgentRuntime:
             AgentTurnError: the model call failed, the actor died or did not answer in time.
         """
         actor = self.actor_for(turn.role, turn.agent_id)
-        result = await self._call(actor, "run_turn", turn, f"turn {turn.key}", turn.timeout_s)
+        key = f"turn {turn.key}"
+        result = await self._call(
+            actor, "run_turn", turn, key, turn.timeout_s, turn.deliberation_id
+        )
         if not isinstance(result, TurnResult):
             msg = f"turn {turn.key}: actor returned {type(result).__name__}, not TurnResult"
             raise AgentTurnError(msg)
@@ -311,7 +314,9 @@ class RayAgentRuntime:
         """Run one peer review on the reviewer's actor. Raises AgentTurnError as run_turn."""
         actor = self.actor_for(request.role, request.agent_id)
         key = f"review {request.key}"
-        result = await self._call(actor, "review", request, key, request.timeout_s)
+        result = await self._call(
+            actor, "review", request, key, request.timeout_s, request.deliberation_id
+        )
         if not isinstance(result, ReviewResult):
             msg = f"review {request.key}: actor returned {type(result).__name__}"
             raise AgentTurnError(msg)
@@ -322,10 +327,15 @@ class RayAgentRuntime:
         """Ray calls sent for agent work (calls to one actor that start together share one)."""
         return self._batcher.ray_calls
 
-    async def _call(self, actor: Any, method: str, arg: Any, key: str, timeout_s: float) -> Any:
-        """One bounded call: a slot, the actor's own deadline plus grace, errors named."""
+    async def _call(
+        self, actor: Any, method: str, arg: Any, key: str, timeout_s: float, group: str
+    ) -> Any:
+        """One bounded call: a slot, the actor's own deadline plus grace, errors named.
+        ``group``: its deliberation, whose calls of a phase are awaited together."""
         async with self._slots:
-            future = self._batcher.submit(actor, method, arg, key=key, timeout_s=timeout_s)
+            future = self._batcher.submit(
+                actor, method, arg, key=key, timeout_s=timeout_s, group=group
+            )
             try:
                 return await asyncio.wait_for(future, timeout_s + DRIVER_GRACE_S)
             except TimeoutError:
@@ -352,7 +362,14 @@ class RayAgentRuntime:
         plain = replace(request, candidates=texts, peer_review=False)
         actor = pool[zlib.crc32(request.deliberation_id.encode()) % len(pool)]
         key = f"checks {request.deliberation_id}"
-        future = self._batcher.submit(actor, "assess", plain, key=key, timeout_s=PRECHECK_TIMEOUT_S)
+        future = self._batcher.submit(
+            actor,
+            "assess",
+            plain,
+            key=key,
+            timeout_s=PRECHECK_TIMEOUT_S,
+            group=plain.deliberation_id,
+        )
         future.add_done_callback(_retrieved)
         for i, c in enumerate(plain.candidates):
             self._prechecks[(request.deliberation_id, c.agent_id)] = _Precheck(
