@@ -145,7 +145,9 @@ class JetStreamWorkQueue:
             stream=self.stream,
             config=ConsumerConfig(ack_wait=self.lease_s, max_deliver=-1, max_ack_pending=10_000),
         )
-        async for msgs in pull_batches(sub, batch=64, what=f"work queue {self._durable}"):
+        # One notice per fetch: with batches, a notice could wait for the next one to be
+        # offered (``nats_pull``: a pull request kept open while claims are heart-beaten).
+        async for msgs in pull_batches(sub, batch=1, what=f"work queue {self._durable}"):
             for msg in msgs:
                 try:
                     d_id = UUID(hex=msg.subject.rsplit(".", 1)[-1])

@@ -115,3 +115,57 @@ async def test_the_work_queue_gives_each_deliberation_to_one_owner_and_hands_it_
     await claims_b.aclose()
     await a.close()
     await b.close()
+
+
+async def test_a_notice_is_claimed_at_once_while_other_claims_are_heart_beaten(
+    nats_url: str,
+) -> None:
+    """Each deliberation is claimed as soon as it is offered, not when the next one is.
+
+    A dispatcher heart-beats the claims it holds (``keep``: JetStream's in-progress ack). With
+    those acks in flight, nats-server 2.15 kept a 64-message pull request open after handing
+    over the one notice there was, and nats-py's ``fetch`` waited for more: each notice then
+    waited for the next to be offered (here 150 ms later; in the dispatch benchmark, every other
+    deliberation of a burst started 85 ms late). Claims are fetched one at a time instead.
+    """
+    q = await JetStreamWorkQueue.connect(nats_url, stream=f"W_{uuid.uuid4().hex[:8].upper()}")
+    offered: dict[uuid.UUID, float] = {}
+    lags: list[float] = []
+    loop = asyncio.get_running_loop()
+    holders: set[asyncio.Task[None]] = set()
+
+    async def hold(claim: object) -> None:
+        for _ in range(15):  # heart-beat it, as a dispatcher driving the deliberation does
+            await asyncio.sleep(0.05)
+            await claim.keep()  # type: ignore[attr-defined]
+        await claim.done()  # type: ignore[attr-defined]
+
+    async def take() -> None:
+        async for claim in q.claims():
+            lags.append(loop.time() - offered[claim.deliberation_id])
+            task = asyncio.create_task(hold(claim))
+            holders.add(task)
+            task.add_done_callback(holders.discard)
+
+    taker = asyncio.create_task(take())
+    try:
+        for _burst in range(2):
+            for _ in range(8):
+                d_id = uuid.uuid4()
+                offered[d_id] = loop.time()
+                await q.offer(d_id)
+                await asyncio.sleep(0.15)
+            await asyncio.sleep(1.2)  # idle: the held claims are heart-beaten, then done
+
+        async def all_claimed() -> bool:
+            return len(lags) == len(offered)
+
+        await eventually(all_claimed, 5.0)
+    finally:
+        taker.cancel()
+        for task in [taker, *holders]:
+            task.cancel()
+        await asyncio.gather(taker, *holders, return_exceptions=True)
+        await q.close()
+    late = sorted(lag for lag in lags if lag > 0.1)
+    assert not late, f"{len(late)} of {len(lags)} notices claimed late: {late}"
