@@ -333,11 +333,13 @@ async def run(args: argparse.Namespace) -> None:
 
             overhead, strict, e2e, call_ms, calls, events = [], [], [], [], 0, 0
             steps: dict[str, list[float]] = {}
+            worst: list[tuple[float, float, dict[str, float]]] = []
             for d_id in ids:
                 props, rates = [], []
                 history = await store.history(d_id)
                 events += len(history)
-                for name, ms in where_it_goes(history, seen_at[d_id]).items():
+                went = where_it_goes(history, seen_at[d_id])
+                for name, ms in went.items():
                     steps.setdefault(name, []).append(ms)
                 for e in history:
                     if isinstance(e, Deliberation.ProposalReceived) and e.round == 0:
@@ -349,6 +351,7 @@ async def run(args: argparse.Namespace) -> None:
                 total = (ended[d_id] - started[d_id]) * 1000
                 e2e.append(total)
                 overhead.append(total - max(props, default=0) - max(rates, default=0))
+                worst.append((overhead[-1], started[d_id] - t0, went))
                 phases = (1 if props else 0) + (1 if rates else 0)
                 strict.append(total - phases * args.delay * 1000)
     finally:
@@ -412,6 +415,14 @@ async def run(args: argparse.Namespace) -> None:
         )
         for name, xs in steps.items():
             print(f"    {name:54s} p50 {pct(xs, 50):7.1f} ms   p99 {pct(xs, 99):7.1f} ms")
+    if args.worst and not saturated:
+        print(
+            f"  the {args.worst} slowest deliberations (overhead, when requested, then the steps "
+            "above in ms):"
+        )
+        for oh, at_s, went in sorted(worst, key=lambda w: w[0], reverse=True)[: args.worst]:
+            parts = " / ".join(f"{ms:.0f}" for ms in went.values())
+            print(f"    {oh:7.1f} ms at {at_s:6.2f} s: {parts}")
     if groups:
         print(
             f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
@@ -459,6 +470,9 @@ def main() -> None:
     )
     p.add_argument("--warmup", type=int, default=10, help="deliberations run first, not counted")
     p.add_argument("--raw-saves", type=int, default=300)
+    p.add_argument(
+        "--worst", type=int, default=0, help="also list the N slowest deliberations, step by step"
+    )
     p.add_argument("--threads", type=int, default=32, help="worker threads for store calls")
     p.add_argument(
         "--components",
