@@ -381,8 +381,8 @@ class DeliberationDispatcher:
         One ordered write, once the answers in flight are stored: each score checks that
         the stored deliberation holds exactly the proposal and ratings it was computed from
         (``_require_assessed``), so a copy that missed another process's write scores nothing.
-        Then, as after any refused part, the scores are computed again from the stored state
-        once every answer is stored (the path a restarted dispatcher takes too).
+        After any refused part, the scores are computed again from the stored state (the path a
+        restarted dispatcher takes too).
         """
         request = self._assessment(d)
         assessments = [] if request is None else await self._runtime.assess(request)
@@ -396,8 +396,7 @@ class DeliberationDispatcher:
             raise
         except Exception as e:  # a refused part: the stored state decides
             log.info("deliberation %s: scoring again from the stored state (%s)", d.id, e)
-        await self._answers_stored(d.id)
-        d = await self._store.last_known(d.id)
+        d = await self._store.last_known(d.id)  # every answer is stored: awaited above
         if not d.is_terminal:
             await self._score_and_complete(d)
 

@@ -21,7 +21,7 @@ from fleet.planning import (
     PLAN_SUBJECT,
     PlanApprovalConsumer,
 )
-from fleet.worksharing import JetStreamWorkQueue
+from fleet.worksharing import JetStreamClaim, JetStreamWorkQueue
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -134,11 +134,11 @@ async def test_a_notice_is_claimed_at_once_while_other_claims_are_heart_beaten(
     loop = asyncio.get_running_loop()
     holders: set[asyncio.Task[None]] = set()
 
-    async def hold(claim: object) -> None:
+    async def hold(claim: JetStreamClaim) -> None:
         for _ in range(15):  # heart-beat it, as a dispatcher driving the deliberation does
             await asyncio.sleep(0.05)
-            await claim.keep()  # type: ignore[attr-defined]
-        await claim.done()  # type: ignore[attr-defined]
+            await claim.keep()
+        await claim.done()
 
     async def take() -> None:
         async for claim in q.claims():
