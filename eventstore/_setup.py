@@ -86,6 +86,10 @@ async def ensure_stream(nc: NATS, settings: StreamSettings) -> StreamSettings:
         deny_purge=True,
         allow_atomic=True,
         allow_direct=True,
+        # Chained writes (``JetStreamLog._append_chain``) name each record for the next one's
+        # check, and JetStream keeps every name for this long to spot duplicates, which the
+        # store never relies on (its writes are conditional): a second, not two minutes.
+        duplicate_window=1.0,
     )
     jsm = nc.jetstream(timeout=s.timeout)._jsm
     try:

@@ -88,15 +88,15 @@ async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplic
     d2 = await started(store)
     c = app.factory.connection  # type: ignore[attr-defined]
     nc = (await c.loop_log()).nc  # this loop's own connection: the ledger writes on it
-    real = nc.request
+    real = nc.publish
     blocked = c.subject("e", d1.id)
 
-    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+    async def publish(subject: str, payload: bytes = b"", **kw: Any) -> Any:
         if subject == blocked:
             raise OperationalError("refused for the test")
-        return await real(subject, payload, timeout, **kw)
+        return await real(subject, payload, **kw)
 
-    nc.request = request
+    nc.publish = publish
     try:
         a1, b1, _ = d1.agents
         results = await asyncio.gather(
@@ -106,7 +106,7 @@ async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplic
             return_exceptions=True,
         )
     finally:
-        nc.request = real
+        nc.publish = real
     assert isinstance(results[0], OperationalError)
     assert results[1] is True
     assert isinstance(results[2], OperationalError)

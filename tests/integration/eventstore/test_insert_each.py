@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
 
-from eventstore._codec import decode
+from eventstore._codec import decode, encode
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from tests.integration.eventstore.test_readback import _lose_next_ack
 
@@ -140,17 +140,17 @@ def test_a_failed_write_fails_its_batch_and_the_later_ones_of_its_aggregate_only
 ) -> None:
     a, b = uuid.uuid4(), uuid.uuid4()
     nc = factory.connection.log.nc
-    real = nc.request
+    real = nc.publish
     target = factory.connection.subject("e", a)
 
-    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+    async def publish(subject: str, payload: bytes = b"", **kw: Any) -> Any:
         if subject == target:
             raise OperationalError("refused for the test")  # as if nothing could be sent
-        return await real(subject, payload, timeout, **kw)
+        return await real(subject, payload, **kw)
 
-    nc.request = request  # type: ignore[method-assign]
+    nc.publish = publish  # type: ignore[method-assign]
     results = recorder.insert_events_each([[_event(a, 1)], [_event(b, 1)], [_event(a, 2)]])
-    nc.request = real  # type: ignore[method-assign]
+    nc.publish = real  # type: ignore[method-assign]
     assert isinstance(results[0], OperationalError)
     assert isinstance(results[1], list)
     assert isinstance(results[2], OperationalError) and "not written" in str(results[2])
@@ -244,3 +244,147 @@ def test_run_async_wakes_its_caller_when_the_loop_closes() -> None:
             await lt.run_async(asyncio.sleep(0), timeout=1)
 
     asyncio.run(main())
+
+
+# ---------------------------------------------------------------- chains: one subject, in a row
+
+
+def _spy_publishes(factory: JetStreamFactory, subject: str) -> list[tuple[dict[str, str], int]]:
+    """Each publish to ``subject`` from now on: its headers, and how many messages the
+    connection had taken in when it went out (a reply taken in between moves the count)."""
+    nc = factory.connection.log.nc
+    real = nc.publish
+    seen: list[tuple[dict[str, str], int]] = []
+
+    async def publish(subj: str, payload: bytes = b"", **kw: Any) -> Any:
+        if subj == subject:
+            seen.append((dict(kw.get("headers") or {}), nc.stats["in_msgs"]))
+        return await real(subj, payload, **kw)
+
+    nc.publish = publish  # type: ignore[method-assign]
+    return seen
+
+
+def test_one_aggregates_events_in_a_row_go_out_together(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    """Three one-event saves of one aggregate cost one round trip, not three: all three are
+    sent before any reply comes back, each checked against the one before it."""
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, 1)])
+    sent = _spy_publishes(factory, factory.connection.subject("e", a))
+    results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
+    assert all(isinstance(r, list) for r in results)
+    ids = [r[0] for r in results if isinstance(r, list)]
+    assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
+    assert _versions(factory, a) == [1, 2, 3, 4]
+    assert len(sent) == 3
+    assert len({taken for _, taken in sent}) == 1  # no reply taken in while sending
+    (h1, _), (h2, _), (h3, _) = sent
+    assert "Nats-Expected-Last-Subject-Sequence" in h1
+    assert h2["Nats-Expected-Last-Msg-Id"] == h1["Nats-Msg-Id"]
+    assert h3["Nats-Expected-Last-Msg-Id"] == h2["Nats-Msg-Id"]
+
+
+def test_a_write_landing_inside_a_chain_breaks_it_and_nothing_is_lost(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    """Another writer's event lands right after the chain's first: the rest are refused by
+    the server (their predecessor is no longer the stream's last message) and written one by
+    one after it, in order, each once."""
+    a, b = uuid.uuid4(), uuid.uuid4()
+    recorder.insert_events([_event(a, 1)])
+    c = factory.connection
+    nc = c.log.nc
+    real = nc.publish
+    target, other = c.subject("e", a), c.subject("e", b)
+    foreign = _event(b, 1)
+    injected: list[bool] = []
+
+    async def publish(subj: str, payload: bytes = b"", **kw: Any) -> Any:
+        await real(subj, payload, **kw)
+        headers = kw.get("headers") or {}
+        if subj == target and "Nats-Msg-Id" in headers and not injected:
+            injected.append(True)
+            await real(other, encode(foreign))  # lands between the chain's first and second
+
+    nc.publish = publish  # type: ignore[method-assign]
+    results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
+    nc.publish = real  # type: ignore[method-assign]
+    assert all(isinstance(r, list) for r in results), results
+    assert _versions(factory, a) == [1, 2, 3, 4]
+    assert _versions(factory, b) == [1]
+    ids = [r[0] for r in results if isinstance(r, list)]
+    b_row = c.call(c.log.read(other), "raw read")[0]
+    assert ids[0] < b_row.seq < ids[1] < ids[2]
+
+
+def test_a_conflict_at_the_head_of_a_chain_writes_none_of_it(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder, nats_url: str
+) -> None:
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, 1)])
+    theirs = _event(a, 2)
+    other = JetStreamFactory(
+        {"NATS_URL": nats_url, "NATS_STREAM": factory.connection.settings.stream}
+    )
+    try:
+        other.application_recorder().insert_events([theirs])
+    finally:
+        other.close()
+    results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)]])
+    assert isinstance(results[0], IntegrityError)
+    assert isinstance(results[1], IntegrityError) and "not written" in str(results[1])
+    c = factory.connection
+    rows = c.call(c.log.read(c.subject("e", a)), "raw read")
+    assert [decode(r.payload)[1] for r in rows] == [1, 2]
+    assert rows[1].payload == encode(theirs)  # the other writer's version 2, untouched
+
+
+@pytest.mark.parametrize("land", [True, False], ids=["landed", "never-sent"])
+def test_a_lost_ack_inside_a_chain_is_resolved_without_a_duplicate(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder, land: bool
+) -> None:
+    """The second of three gets no reply, after landing or without being sent: it is resolved
+    by reading back, and the third lands after it (at once, or written again): each once."""
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, 1)])
+    nc = factory.connection.log.nc
+    real = nc.publish
+    target = factory.connection.subject("e", a)
+    lost = {"n": 0}
+
+    async def publish(subj: str, payload: bytes = b"", **kw: Any) -> Any:
+        headers = kw.get("headers") or {}
+        if subj == target and "Nats-Expected-Last-Msg-Id" in headers and not lost["n"]:
+            lost["n"] += 1
+            if land:
+                await real(subj, payload, reply="_INBOX.nobody-listens", headers=headers)
+            return None
+        return await real(subj, payload, **kw)
+
+    nc.publish = publish  # type: ignore[method-assign]
+    results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
+    nc.publish = real  # type: ignore[method-assign]
+    assert lost["n"] == 1
+    assert all(isinstance(r, list) for r in results), results
+    assert _versions(factory, a) == [1, 2, 3, 4]  # exactly once each
+
+
+def test_chains_and_atomic_batches_of_one_aggregate_land_in_their_order(
+    factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
+) -> None:
+    a = uuid.uuid4()
+    results = recorder.insert_events_each(
+        [
+            [_event(a, 1)],
+            [_event(a, 2)],
+            [_event(a, 3), _event(a, 4)],
+            [_event(a, 5)],
+            [_event(a, 6)],
+        ]
+    )
+    assert all(isinstance(r, list) for r in results), results
+    ids = [i for r in results if isinstance(r, list) for i in r]
+    assert ids == sorted(ids) and len(ids) == 6
+    assert _versions(factory, a) == [1, 2, 3, 4, 5, 6]

@@ -156,3 +156,5 @@ def test_set_up_is_idempotent_when_processes_start_together(
         0,
         1,
     )
+    # Names on chained writes are kept a second for duplicate detection, not two minutes.
+    assert config.duplicate_window == 1.0
