@@ -301,7 +301,6 @@ class DeliberationDispatcher:
         # in flight, and the ratings and scores below are queued behind them.
         if d.is_terminal:
             return
-        self._precheck(d)
         last: list[Callable[[Deliberation], object]] = []
         if self._options.peer_review and len(d.final_proposals()) >= 2:
             last = await self._rate(d)
@@ -326,6 +325,8 @@ class DeliberationDispatcher:
         proposals = list(self._answers.get(d.id, ()))
         raters = [a for a in d.final_proposals() if a not in d.rated()]
         asking = {asyncio.ensure_future(self._ask(d, a, "rate", d.rounds - 1)) for a in raters}
+        # Behind the ratings, in the same loop turn: see ``_precheck``.
+        asyncio.get_running_loop().call_soon(self._precheck, d)
         try:
             while asking:
                 done, asking = await asyncio.wait(asking, return_when=asyncio.FIRST_COMPLETED)
@@ -364,7 +365,13 @@ class DeliberationDispatcher:
 
     def _precheck(self, d: Deliberation) -> None:
         """The final proposals are known: their executable checks can start while the peers
-        rate them (they read the text alone), instead of after, on the critical path."""
+        rate them (they read the text alone), instead of after, on the critical path.
+
+        Called right after the rating calls are made, in the same loop turn, so that on Ray
+        the checks travel in the same batch as the ratings, behind them: the actor starts
+        the model calls first and checks while the model works. Sent ahead as a call of
+        their own, they reached the actor first, and the ratings queued behind the round
+        trip and the checking (3.5 ms of a deliberation's overhead at one in flight)."""
         request = self._assessment(d)
         if request is None:
             return

@@ -204,8 +204,9 @@ async def test_later_rounds_critique_then_revise_and_revisions_are_scored() -> N
     assert done.final_proposals()[AgentId("dev-agent-1")].round == 1
     assert done.winner == "dev-agent-1"
     assert [r.purpose for r in rt.reviews].count("critique") == 3
-    # The final (revised) texts were handed over for checking before any rating was asked for.
-    assert rt.prechecks == [(0, {a: p.content for a, p in done.final_proposals().items()})]
+    # The final (revised) texts were handed over for checking right behind the three ratings
+    # (the same loop turn: on Ray they share the actor's batch, ratings first).
+    assert rt.prechecks == [(3, {a: p.content for a, p in done.final_proposals().items()})]
 
 
 async def test_an_unusable_or_failed_rating_is_recorded_and_neutral() -> None:
