@@ -158,7 +158,9 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     latency_ms: int
-    """Wall time of the whole call, queueing and retries included."""
+    """Wall time of the whole call, queueing and retries included, to the nearest ms (not
+    truncated: the orchestration overhead is measured against it, and a floor would charge
+    half a millisecond of the model's time per call to the orchestrator)."""
     attempts: int
     finish_reason: str = ""
     reasoning: str = ""
@@ -484,7 +486,7 @@ class OpenAIChatClient:
             model=str(data.get("model") or model),
             prompt_tokens=_as_int(usage.get("prompt_tokens")),
             completion_tokens=_as_int(usage.get("completion_tokens")),
-            latency_ms=int((time.monotonic() - started) * 1000),
+            latency_ms=round((time.monotonic() - started) * 1000),
             attempts=attempts,
             finish_reason=finish,
             reasoning=reasoning,
