@@ -7,6 +7,7 @@ implementation; tests may use fakes that satisfy the same Protocol.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,6 +49,11 @@ class AgentTurn:
     timeout_s: float = 120.0
     critiques: tuple[str, ...] = ()
     """What peers said about this agent's previous proposal (revise rounds)."""
+    rate_after: tuple[str, ...] = ()
+    """Set by a caller that, once these agents (this one among them) have all answered this
+    round, will ask each of them for ``final_rating`` of the others' answers: a runtime that
+    holds all their answers may start those calls early (``_early_ratings``). Empty: no
+    promise."""
 
     @property
     def kind(self) -> str:
@@ -172,3 +178,25 @@ class AgentRuntime(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def final_rating(turn: AgentTurn, proposals: Mapping[str, str]) -> ReviewInput:
+    """The final rating ``turn``'s agent is asked for when ``proposals`` (agent → its answer,
+    its own included) are the final ones: the others', in agent order, with the turn's task,
+    rubric, requirements, sampling and timeout. The dispatcher asks exactly this (see
+    ``AgentTurn.rate_after``)."""
+    return ReviewInput(
+        deliberation_id=turn.deliberation_id,
+        agent_id=turn.agent_id,
+        role=turn.role,
+        round=turn.round,
+        purpose="rate",
+        task=turn.task,
+        rubric=turn.rubric,
+        requirements=turn.requirements,
+        candidates=tuple(
+            Candidate(a, c) for a, c in sorted(proposals.items()) if a != turn.agent_id
+        ),
+        sampling=turn.sampling,
+        timeout_s=turn.timeout_s,
+    )

@@ -33,6 +33,7 @@ import ray
 from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
+from agent_runtime._early_ratings import EarlyRatings
 from agent_runtime._ray_batches import ActorBatches, CallBatcher, Outcome
 from agent_runtime.api import (
     AgentRuntimeError,
@@ -76,6 +77,8 @@ class ActorStats:
     turns_failed: int
     node_id: str = ""
     """The Ray node the actor runs on (a cluster spreads pools over nodes)."""
+    early_ratings_joined: int = 0
+    """Final ratings answered by a call the actor had started early (``_early_ratings``)."""
 
 
 def pool_index(agent_id: str, pool_size: int) -> int:
@@ -101,10 +104,11 @@ class AgentActor:
     def __init__(self, role: str, index: int, endpoint: EndpointConfig) -> None:
         self._member = CouncilMember(role, endpoint)
         self._index = index
+        self._early = EarlyRatings(self._member.review)
         self._batches = ActorBatches(
             {
-                "run_turn": self._member.run_turn,
-                "review": self._member.review,
+                "run_turn": self.run_turn,
+                "review": self.review,
                 "assess": self.assess,
             }
         )
@@ -114,10 +118,16 @@ class AgentActor:
         return ray.get_runtime_context().get_actor_id() or ""
 
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
-        return await self._member.run_turn(turn)
+        try:
+            result = await self._member.run_turn(turn)
+        except BaseException:
+            self._early.failed(turn)
+            raise
+        self._early.answered(turn, result.content)  # see ``_early_ratings``
+        return result
 
     async def review(self, request: ReviewInput) -> ReviewResult:
-        return await self._member.review(request)
+        return await self._early.review(request)
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
         """The executable checks, here rather than on the caller's loop (``precheck``)."""
@@ -141,6 +151,7 @@ class AgentActor:
             turns_served=self._member.turns_served,
             turns_failed=self._member.turns_failed,
             node_id=ray.get_runtime_context().get_node_id() or "",
+            early_ratings_joined=self._early.joined,
         )
 
     async def close(self) -> None:

@@ -30,7 +30,9 @@ rating to come back, the scores computed from the copy and the decision are one 
 (each score checks the stored state it lands on, see ``_conclude``), of one-event units rather
 than one atomic batch; and the driver reads its own last state between steps (``last_known``)
 instead of a replay. Each of these removed a sequential store step from every deliberation's
-critical path (issue 5).
+critical path (issue 5). The last round's turns also promise the final ratings
+(``AgentTurn.rate_after``, see ``_rate_after``), so a runtime holding all of the round's agents
+starts those calls as the last answer comes in, a Ray round trip before they are asked for.
 
 (Over 400 lines on purpose: one deliberation's steps wait on each other through the driver's
 state, Started before answers, answers before reviews, scores before the decision, and read best
@@ -285,7 +287,9 @@ class DeliberationDispatcher:
             if d.is_terminal:
                 return
             if round_no == 0:
-                await asyncio.gather(*(self._turn(d, a, 0) for a in d.outstanding(0)))
+                asked = d.outstanding(0)
+                rate_after = self._rate_after(d, 0, asked)
+                await asyncio.gather(*(self._turn(d, a, 0, rate_after) for a in asked))
             else:
                 await self._answers_stored(d_id)
                 d = await self._store.last_known(d_id)
@@ -294,9 +298,9 @@ class DeliberationDispatcher:
                 await self._critique_round(d_id, round_no)
                 d = await self._store.last_known(d_id)
                 done = d.answered(round_no)
-                await asyncio.gather(
-                    *(self._turn(d, a, round_no) for a in d.participants(round_no) if a not in done)
-                )
+                asked = [a for a in d.participants(round_no) if a not in done]
+                rate_after = self._rate_after(d, round_no, asked)
+                await asyncio.gather(*(self._turn(d, a, round_no, rate_after) for a in asked))
         # ``d`` is the driver's copy with this round's answers applied; their writes may still be
         # in flight, and the ratings and scores below are queued behind them.
         if d.is_terminal:
@@ -305,6 +309,19 @@ class DeliberationDispatcher:
         if self._options.peer_review and len(d.final_proposals()) >= 2:
             last = await self._rate(d)
         await self._conclude(d, last)
+
+    def _rate_after(
+        self, d: Deliberation, round_no: int, asked: Sequence[AgentId]
+    ) -> tuple[str, ...]:
+        """``AgentTurn.rate_after`` for the turns of ``round_no`` asked of ``asked``: those
+        agents, when their answers will be the final proposals that ``_rate`` asks each of them
+        to rate (the last round, peer review on, every agent with a proposal asked again);
+        empty otherwise, so a runtime never starts a rating that will not be asked for."""
+        if not self._options.peer_review or round_no != d.rounds - 1 or len(asked) < 2:
+            return ()
+        if not set(d.final_proposals()) <= set(asked):
+            return ()
+        return tuple(asked)
 
     async def _critique_round(self, d_id: UUID, round_no: int) -> None:
         d = await self._store.last_known(d_id)
@@ -428,7 +445,9 @@ class DeliberationDispatcher:
             return Sampling(base.model, base.temperature, base.seed, base.persona, o.max_tokens)
         return o.councils.sampling(d.role.value, index, o.model, o.max_tokens)
 
-    async def _turn(self, d: Deliberation, agent: AgentId, round_no: int) -> None:
+    async def _turn(
+        self, d: Deliberation, agent: AgentId, round_no: int, rate_after: tuple[str, ...] = ()
+    ) -> None:
         peers = _latest(d, before_round=round_no)
         critiques = tuple(rv.text for rv in d.critiques_of(agent, round_no) if rv.text)
         turn = AgentTurn(
@@ -444,6 +463,7 @@ class DeliberationDispatcher:
             sampling=self._sampling_for(d, agent),
             timeout_s=self._options.call_timeout_s,
             critiques=critiques,
+            rate_after=rate_after,
         )
         try:
             result = await self._runtime.run_turn(turn)

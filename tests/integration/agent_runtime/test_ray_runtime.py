@@ -12,6 +12,8 @@ from agent_runtime.api import (
     AssessmentInput,
     Candidate,
     PeerProposal,
+    ReviewInput,
+    ReviewResult,
     Sampling,
 )
 from agent_runtime.checks import extract_code_blocks
@@ -264,3 +266,57 @@ async def test_a_slow_call_does_not_hold_back_the_others_of_its_batch(
         assert runtime.ray_calls - before == 2  # the batch, then one collect for the slow one
     finally:
         await runtime.close()
+
+
+async def test_the_final_ratings_start_on_the_actor_before_the_dispatcher_asks() -> None:
+    """One deliberation through the dispatcher on one actor per role: the actor starts the
+    three ratings as soon as the three answers are in, the dispatcher's requests (a Ray round
+    trip later) join those calls, and the endpoint sees six calls, not nine."""
+    import time
+
+    from aggregates import DeliberationStatus
+    from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+    from fleet.application import FleetApplication
+    from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+    from tests.unit.dispatchers.test_protocol import request, until_terminal
+
+    class Stamped(list[dict[str, object]]):
+        """The endpoint's requests, each stamped when it arrived."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.at: list[float] = []
+
+        def append(self, body: dict[str, object]) -> None:
+            self.at.append(time.monotonic())
+            super().append(body)
+
+    async with LoadGenServer("instant", delay_s=0.3) as lg:
+        lg.requests = Stamped()
+        runtime = await RayAgentRuntime.start(lg.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+        asked: list[float] = []
+        real_review = runtime.review
+
+        async def review(asking: ReviewInput) -> ReviewResult:
+            asked.append(time.monotonic())
+            return await real_review(asking)
+
+        runtime.review = review  # type: ignore[method-assign]
+        app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+        store = ApplicationDeliberationStore(app)
+        try:
+            options = DispatcherOptions(call_timeout_s=20, model="loadgen")
+            async with DeliberationDispatcher(
+                store, ApplicationEventFeed(app), runtime, options=options
+            ):
+                done = await until_terminal(store, request(app, "early-ratings").id)
+            assert done.status is DeliberationStatus.COMPLETED
+            assert done.rated() == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
+            assert lg.counters.answered == 6
+            assert len(asked) == 3
+            ratings_at = lg.requests.at[3:]
+            assert len(ratings_at) == 3 and max(ratings_at) < min(asked)
+            [stats] = await runtime.stats()
+            assert stats.early_ratings_joined == 3
+        finally:
+            await runtime.close()

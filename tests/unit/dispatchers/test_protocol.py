@@ -21,10 +21,11 @@ from agent_runtime.api import (
     ReviewInput,
     ReviewResult,
     TurnResult,
+    final_rating,
 )
 from agent_runtime.checks import assess_candidates
 from aggregates import AgentId, Deliberation, DeliberationStatus, PeerReview
-from dispatchers.deliberations import DeliberationDispatcher
+from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.application import FleetApplication
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
@@ -406,3 +407,48 @@ async def test_scores_come_from_the_stored_ratings_when_the_copy_missed_a_write(
     # dev-agent-1's score folds in the stored 0.0 from dev-agent-3, not the copy's rating.
     checks = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-1")].checks}
     assert "dev-agent-3=0.00" in checks["peer_review"].details["by"]
+
+
+async def test_the_last_rounds_turns_promise_exactly_the_ratings_that_are_asked_for() -> None:
+    """``rate_after`` lets a runtime start the final ratings early; ``final_rating`` of the
+    promised turns must then be, field for field, what the dispatcher asks (one round, and the
+    last of two rounds), and nothing is promised where no rating follows."""
+    for rounds in (1, 2):
+        rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(OK, 3 + i)) for i in (1, 2, 3)})
+        a, store, dispatcher = setup(rt)
+        async with dispatcher:
+            await until_terminal(store, request(a, f"promise-{rounds}", rounds=rounds).id)
+        last = [t for t in rt.turns if t.round == rounds - 1]
+        assert all(t.rate_after == ("dev-agent-1", "dev-agent-2", "dev-agent-3") for t in last)
+        assert all(t.rate_after == () for t in rt.turns if t.round < rounds - 1)
+        answers = {t.agent_id: rt.proposals[t.agent_id](t) for t in last}
+        predicted = sorted((final_rating(t, answers) for t in last), key=lambda r: r.agent_id)
+        asked = sorted((r for r in rt.reviews if r.purpose == "rate"), key=lambda r: r.agent_id)
+        assert predicted == asked
+
+
+async def test_no_rating_is_promised_without_peer_review_or_after_a_partial_round() -> None:
+    rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(OK, 4)) for i in (1, 2, 3)})
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(a)
+    options = DispatcherOptions(peer_review=False)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options):
+        await until_terminal(store, request(a, "no-review").id)
+    assert rt.turns and all(t.rate_after == () for t in rt.turns)
+    # A restarted dispatcher that asks only the agents still owing an answer promises nothing:
+    # the final proposals would include one it does not ask for.
+    rt = ScriptedRuntime({f"dev-agent-{i}": fixed(code(OK, 4)) for i in (1, 2, 3)})
+    a, store, dispatcher = setup(rt)
+    d = request(a, "resumed")
+    await store.update(d.id, lambda d: d.start())
+    await store.update(
+        d.id,
+        lambda d: d.receive_proposal(
+            agent_id=AgentId("dev-agent-1"), round=0, content=code(OK, 4), model="m",
+            tokens=1, latency_ms=1,
+        ),
+    )  # fmt: skip
+    async with dispatcher:
+        await until_terminal(store, d.id)
+    assert [t.agent_id for t in rt.turns] == ["dev-agent-2", "dev-agent-3"]
+    assert all(t.rate_after == () for t in rt.turns)
