@@ -12,7 +12,10 @@ was running when its actor died, which is safe because a turn is idempotent by i
 dispatcher records one answer per agent and round). Calls to one actor that start together (a
 deliberation's agents in one phase; deliberations released together) travel as one Ray call, and
 their answers come back together unless one is slow (``_ray_batches``): a Ray call's fixed cost,
-not the agents' work, was what a busy two-core machine queued on.
+not the agents' work, was what a busy two-core machine queued on. An actor that holds all of a
+last round's agents starts the final ratings the dispatcher has promised to ask for as the last
+answer comes in, and the requests join those calls (``_early_ratings``): a Ray round trip less
+between a deliberation's two phases.
 
 The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
 initialises Ray. In async code we ``await`` object refs and never call ``ray.get``.
