@@ -69,8 +69,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -83,7 +85,7 @@ from fleet.embedded._process import free_port
 from fleet.ledger import ApplicationEventFeed
 
 
-def pct(xs: list[float], p: float) -> float:
+def pct(xs: Sequence[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
@@ -138,7 +140,7 @@ def start_cache_projection(app: object, data_dir: Path) -> tuple[object, object,
 
     def stop() -> None:
         runner.stop()
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]
         server.stop()
 
     return runner, board, stop
@@ -153,7 +155,7 @@ def where_it_goes(history: list[object], seen: datetime) -> dict[str, float]:
     """
 
     def at(e: object) -> float:
-        return e.timestamp.timestamp() * 1000  # type: ignore[attr-defined]
+        return float(e.timestamp.timestamp()) * 1000  # type: ignore[attr-defined]
 
     by: dict[type, list[object]] = {}
     for e in history:
@@ -208,7 +210,7 @@ async def ray_round_trips(idle_s: float) -> tuple[float, float]:
     waited ``idle_s`` (its own wait subtracted), on the Ray instance the node started."""
     import ray
 
-    actor = ray.remote(RayProbe).options(num_cpus=0).remote()  # type: ignore[attr-defined]
+    actor: Any = ray.remote(RayProbe).options(num_cpus=0).remote()
     payload = b"x" * 2000  # about an agent turn's arguments
     await actor.echo.remote(payload)
     hot = []

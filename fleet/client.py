@@ -8,6 +8,7 @@ server's certificate (TLS), a client certificate and key (mTLS) and a bearer tok
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -45,7 +46,7 @@ def failed_agents(r: pb.GetDeliberationResultResponse) -> list[tuple[str, str]]:
 
 
 def status_name(status: int) -> str:
-    return str(pb.DeliberationStatus.Name(status)).removeprefix("DELIBERATION_STATUS_")  # type: ignore[arg-type]
+    return str(pb.DeliberationStatus.Name(status)).removeprefix("DELIBERATION_STATUS_")
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class FleetClient:
         self.security = security or ClientSecurity()
         self._channel = self.security.channel(address)
         self._md = self.security.metadata()
-        self.stub = pb_grpc.OrchestratorServiceStub(self._channel)
+        self.stub = pb_grpc.OrchestratorServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
     @property
     def channel(self) -> grpc.aio.Channel:
@@ -185,7 +186,8 @@ class FleetClient:
 
     async def query(
         self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = 0
-    ) -> tuple[list[str], list[dict[str, Any]], bool]:
+    ) -> tuple[builtins.list[str], builtins.list[dict[str, Any]], bool]:
+        # ``builtins``: this class has a method named ``list``.
         req = pb.QueryHistoryRequest(
             cypher=cypher,
             params_json={k: json.dumps(v) for k, v in (params or {}).items()},

@@ -141,7 +141,7 @@ def correct(problem: Problem, text: str) -> bool:
         got = json.loads(sig)
     except ValueError:
         return False
-    return got == [repr(expected) for _, expected in problem.tests]
+    return bool(got == [repr(expected) for _, expected in problem.tests])
 
 
 # Interleaved, so a small ``--problems N`` still has both kinds.

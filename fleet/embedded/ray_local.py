@@ -59,11 +59,11 @@ def connect_ray(
             runtime_env=runtime_env,
         )
         return {
-            "address": ctx.address_info.get("gcs_address", ""),
+            "address": _gcs_address(ctx),
             "started": True,
             "temp_dir": str(temp_dir),
         }
-    return {"address": ctx.address_info.get("gcs_address", ""), "started": True}
+    return {"address": _gcs_address(ctx), "started": True}
 
 
 def disconnect_ray() -> None:
@@ -71,3 +71,8 @@ def disconnect_ray() -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+
+
+def _gcs_address(ctx: Any) -> str:
+    """The GCS address ``ray.init`` reports (its ``RayContext`` is typed as a base class)."""
+    return str(ctx.address_info.get("gcs_address", ""))

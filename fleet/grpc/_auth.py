@@ -73,7 +73,7 @@ def refusing(
     return grpc.stream_stream_rpc_method_handler(stream, **kw)
 
 
-class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Refuses every call without ``authorization: Bearer <token>`` (health checks excepted)."""
 
     def __init__(self, token: str) -> None:

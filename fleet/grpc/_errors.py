@@ -44,7 +44,7 @@ R = TypeVar("R")
 
 def _status_for(e: Exception) -> grpc.StatusCode | None:
     for cls in type(e).__mro__:
-        code = _STATUS.get(cls)  # type: ignore[call-overload]
+        code = _STATUS.get(cls)
         if code is not None:
             return code
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 
@@ -26,7 +26,7 @@ from fleet.telemetry import current_traceparent
 from fleet.watch import ProgressTracker, WatchHub
 
 log = logging.getLogger(__name__)
-Ctx = grpc.aio.ServicerContext[Any, Any]
+Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 def _extra(services: ApiServices, key: str) -> Any:

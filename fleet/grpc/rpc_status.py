@@ -12,7 +12,7 @@ embedded graph is a directory only one process may open, and the runner's fence 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 
@@ -23,7 +23,7 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import ServiceUnavailableError
 from projectors.control import Projections
 
-Ctx = grpc.aio.ServicerContext[Any, Any]
+Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 class StatusRpcs:

@@ -63,7 +63,7 @@ class OrchestratorServicer(
         self._services = services
 
 
-class _StartingGate(grpc.aio.ServerInterceptor):
+class _StartingGate(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Refuses every call but health and reflection with UNAVAILABLE until ``open``.
 
     UNAVAILABLE is the code clients retry, and it is what a node that is not up yet is.
@@ -119,7 +119,7 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        pb_grpc.add_OrchestratorServiceServicer_to_server(servicer, self._server)
+        pb_grpc.add_OrchestratorServiceServicer_to_server(servicer, self._server)  # type: ignore[no-untyped-call]
         self._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(
