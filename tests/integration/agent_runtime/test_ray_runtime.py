@@ -135,8 +135,8 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
     import ray
 
     from agent_runtime import ray_runtime
-    from agent_runtime.api import PeerReview
     from agent_runtime.checks import assess_candidates
+    from aggregates import PeerReview
 
     runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
     try:
@@ -301,7 +301,7 @@ async def test_the_final_ratings_start_on_the_actor_before_the_dispatcher_asks()
             asked.append(time.monotonic())
             return await real_review(asking)
 
-        runtime.review = review  # type: ignore[method-assign]
+        runtime.review = review  # type: ignore[method-assign,assignment]
         app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
         store = ApplicationDeliberationStore(app)
         try:

@@ -55,7 +55,7 @@ def _count_batches(factory: JetStreamFactory) -> dict[str, int]:
             seen["plain"] += 1
         return await real(subject, payload, timeout, **kw)
 
-    nc.request = request  # type: ignore[method-assign]
+    nc.request = request  # type: ignore[method-assign,assignment]
     return seen
 
 
@@ -148,7 +148,7 @@ def test_a_failed_write_fails_its_batch_and_the_later_ones_of_its_aggregate_only
             raise OperationalError("refused for the test")  # as if nothing could be sent
         return await real(subject, payload, **kw)
 
-    nc.publish = publish  # type: ignore[method-assign]
+    nc.publish = publish  # type: ignore[method-assign,assignment]
     results = recorder.insert_events_each([[_event(a, 1)], [_event(b, 1)], [_event(a, 2)]])
     nc.publish = real  # type: ignore[method-assign]
     assert isinstance(results[0], OperationalError)
@@ -261,7 +261,7 @@ def _spy_publishes(factory: JetStreamFactory, subject: str) -> list[tuple[dict[s
             seen.append((dict(kw.get("headers") or {}), nc.stats["in_msgs"]))
         return await real(subj, payload, **kw)
 
-    nc.publish = publish  # type: ignore[method-assign]
+    nc.publish = publish  # type: ignore[method-assign,assignment]
     return seen
 
 
@@ -308,7 +308,7 @@ def test_a_write_landing_inside_a_chain_breaks_it_and_nothing_is_lost(
             injected.append(True)
             await real(other, encode(foreign))  # lands between the chain's first and second
 
-    nc.publish = publish  # type: ignore[method-assign]
+    nc.publish = publish  # type: ignore[method-assign,assignment]
     results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
     nc.publish = real  # type: ignore[method-assign]
     assert all(isinstance(r, list) for r in results), results
@@ -363,7 +363,7 @@ def test_a_lost_ack_inside_a_chain_is_resolved_without_a_duplicate(
             return None
         return await real(subj, payload, **kw)
 
-    nc.publish = publish  # type: ignore[method-assign]
+    nc.publish = publish  # type: ignore[method-assign,assignment]
     results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
     nc.publish = real  # type: ignore[method-assign]
     assert lost["n"] == 1
