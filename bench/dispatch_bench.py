@@ -177,8 +177,8 @@ def where_it_goes(history: list[object], seen: datetime) -> dict[str, float]:
         slowest = max(e.latency_ms for e in rates)  # type: ignore[attr-defined]
         last = max(at(e) for e in rates)
         # Below zero when the ratings started before the last proposal reached the dispatcher:
-    # the actor starts them as the last answer comes in (``agent_runtime._early_ratings``).
-    out["ratings beyond their slowest call (read, Ray, writes)"] = last - last_prop - slowest
+        # the actor starts them as the last answer comes in (``agent_runtime._early_ratings``).
+        out["ratings beyond their slowest call (read, Ray, writes)"] = last - last_prop - slowest
     out["checks, scores → Completed applied"] = at(done[0]) - last
     out["Completed applied → seen on the feed (its writes)"] = seen.timestamp() * 1000 - at(done[0])
     return out
