@@ -19,7 +19,6 @@ only moves the start of a call it is about to make, never what is asked or what 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -115,5 +114,4 @@ class EarlyRatings:
 def _retrieved(task: asyncio.Task[ReviewResult]) -> None:
     """An early call nobody claimed still has its outcome taken (never "never retrieved")."""
     if not task.cancelled():
-        with contextlib.suppress(BaseException):
-            task.exception()
+        task.exception()
