@@ -144,6 +144,16 @@ class WorkMessage:
     """Unix time after which nobody waits for the answer (the caller's budget, retries included)."""
     body: dict[str, Any]
     """The ``AgentTurn``, ``ReviewInput`` or ``AssessmentInput``, encoded."""
+    attempt: str = ""
+    """Empty for a call's first queuing; a call queued again because the stored result is a
+    failure of an earlier attempt (its caller gone, the deadline it carried passed) names that
+    failure's stream sequence, so the new work and its answer are not refused by either
+    stream's dedupe as repeats of the failed attempt."""
+
+    @property
+    def msg_id(self) -> str:
+        """The work's ``Nats-Msg-Id``: one queuing per call and attempt."""
+        return f"{self.key}#{self.attempt}" if self.attempt else self.key
 
     @property
     def deliberation_id(self) -> str:
@@ -165,6 +175,7 @@ class WorkMessage:
                 role=str(raw["role"]).upper(),
                 deadline=float(raw["deadline"]),
                 body=dict(raw["body"]),
+                attempt=str(raw.get("attempt") or ""),
             )
         except (KeyError, TypeError) as e:  # one error type for every malformed message
             raise ValueError(f"malformed agent work message ({e!r}): {data[:80]!r}") from None
@@ -183,6 +194,14 @@ class ResultMessage:
     worker: str = ""
     deliveries: int = 1
     dead_lettered: bool = False
+    attempt: str = ""
+    """The ``WorkMessage.attempt`` this answers."""
+
+    @property
+    def msg_id(self) -> str:
+        """The result's ``Nats-Msg-Id``: one stored answer per call and attempt."""
+        suffix = f"#{self.attempt}" if self.attempt else ""
+        return f"result:{self.kind}:{self.key}{suffix}"
 
     def to_bytes(self) -> bytes:
         return _dumps({"v": WIRE_VERSION, **dataclasses.asdict(self)})
@@ -202,6 +221,7 @@ class ResultMessage:
                 worker=str(raw.get("worker") or ""),
                 deliveries=int(raw.get("deliveries") or 1),
                 dead_lettered=bool(raw.get("dead_lettered")),
+                attempt=str(raw.get("attempt") or ""),
             )
         except (KeyError, TypeError) as e:  # one error type for every malformed message
             raise ValueError(f"malformed agent result message ({e!r}): {data[:80]!r}") from None

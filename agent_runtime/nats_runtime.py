@@ -8,20 +8,24 @@ tell the backends apart. It must not reach the event stream: its streams are its
 
 How a call travels (names in ``_nats_wire.QueueNames``):
 
-1. ``run_turn`` / ``review`` / ``assess`` publish one message on the work stream
-   (``<STREAM>_AGENT_WORK``, retention *workqueue*, not the event stream), subject
-   ``fleet.agents.<ns>.work.<ROLE>.<kind>``, with ``Nats-Msg-Id`` = the call's key
-   (``AgentTurn.key`` for turns). A second publish of the same key inside the duplicate window
-   is refused by JetStream, so a re-dispatch (a restarted dispatcher, a retried publish) never
-   queues the work twice; it reads the answer already stored, if there is one, and otherwise
-   waits for the one in flight.
+1. ``run_turn`` / ``review`` / ``assess`` first look for an answer already stored for the
+   call's key (a re-dispatch after a takeover: the answer its first caller never read is
+   taken, not asked for again; JetStream's dedupe alone cannot promise that, because a
+   work-queue stream forgets acked work's ids when the server restarts). Otherwise they publish
+   one message on the work stream (``<STREAM>_AGENT_WORK``, retention *workqueue*, not the
+   event stream), subject ``fleet.agents.<ns>.work.<ROLE>.<kind>``, with ``Nats-Msg-Id`` = the
+   call's key (``AgentTurn.key`` for turns). A second publish of the same key inside the
+   duplicate window is refused by JetStream, so a re-dispatch never queues live work twice; it
+   reads the answer stored meanwhile, if there is one, and otherwise waits for the one in
+   flight. A stored failure is an earlier caller's: the call is queued again as a new attempt.
 2. Workers of the role share one durable pull consumer (``agent_runtime.worker``) and answer on
    ``fleet.agents.<ns>.results.<kind>.<digest of key>`` in the results stream
    (``<STREAM>_AGENT_RESULTS``, limits retention, ``max_age`` bounded).
 3. This process reads every result through one durable consumer of its own (``results-<id>``,
    deliver-new, removed when idle) and completes the future waiting on that key. A result for a
-   key nobody here awaits (another dispatcher's, a late one, a second worker's answer to a
-   redelivered call) is acked and dropped; the aggregate would refuse a second answer anyway.
+   key nobody here awaits (another dispatcher's, a late one) is acked and dropped; the
+   aggregate would refuse a second answer anyway. A worker whose answer the results stream
+   refuses as a repeat leaves the first one standing, and that is the one the caller reads.
 4. A failed call comes back as a result with ``ok=False`` and the reason (the worker's last
    attempt, or the dead-letter path after ``max_deliver``): it raises ``AgentTurnError`` here at
    once, rather than waiting out the call's deadline. If no answer comes within the call's
@@ -202,9 +206,7 @@ class NatsAgentRuntime:
         self._idle_s = consumer_idle_s
         self._fetch_timeout_s = fetch_timeout_s
         self._owns = owns_connection
-        self._waiting: defaultdict[tuple[str, str], set[asyncio.Future[ResultMessage]]] = (
-            defaultdict(set)
-        )
+        self._waiting: defaultdict[tuple[str, str], set[_Waiter]] = defaultdict(set)
         self._listener: asyncio.Task[None] | None = None
         self._listener_error: BaseException | None = None
         self._sub: Any = None
@@ -214,6 +216,9 @@ class NatsAgentRuntime:
         """Calls JetStream recognised as already queued (re-dispatches)."""
         self.dropped_results = 0
         """Results nobody here was waiting for (late, duplicate, or another process's)."""
+        self.reused = 0
+        """Calls answered from the results stream without queuing (stored before they were
+        asked here: a takeover, or a redelivery after a server restart)."""
 
     @property
     def durable(self) -> str:
@@ -338,10 +343,10 @@ class NatsAgentRuntime:
         if self._sub is not None:
             with contextlib.suppress(NatsError):
                 await self._sub.unsubscribe()
-        for futures in self._waiting.values():
-            for fut in futures:
-                if not fut.done():
-                    fut.set_exception(AgentTurnError("agent runtime closed"))
+        for waiters in self._waiting.values():
+            for w in waiters:
+                if not w.future.done():
+                    w.future.set_exception(AgentTurnError("agent runtime closed"))
         self._waiting.clear()
         if not self._nc.is_closed:
             with contextlib.suppress(NatsError, NotFoundError, TimeoutError, OSError):
@@ -354,56 +359,93 @@ class NatsAgentRuntime:
     async def _call(
         self, kind: str, key: str, role: str, body: dict[str, Any], timeout_s: float
     ) -> ResultMessage:
+        """Queue one call and wait for its answer, or take the answer already stored.
+
+        The results stream, not the live feed alone, is where answers are found: an answer
+        stored before this process asked (its first caller died and this process took the
+        deliberation over; a server restart made the work stream forget the call, so it ran
+        again and the second answer was refused as a repeat) is looked up first and taken
+        without asking the model again. A stored *failure* is an earlier attempt's, whose
+        caller is gone (its deadline may be long past): the call is queued anew as an attempt
+        of its own (``WorkMessage.attempt``), which neither stream's dedupe mistakes for the
+        failed one. Only an answer of this attempt's, or any success, ends the wait.
+        """
         if self._closed or self._listener is None:
             raise AgentTurnError(f"{kind} {key}: agent runtime is not running")
         if self._listener_error is not None:
             msg = f"{kind} {key}: agent results listener stopped: {self._listener_error!r}"
             raise AgentTurnError(msg)
-        fut: asyncio.Future[ResultMessage] = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(asyncio.get_running_loop().create_future())
         waiters = self._waiting[(kind, key)]
-        waiters.add(fut)  # before publishing: the answer may beat the publish's ack
+        waiters.add(waiter)  # before looking or queuing: the answer may land at any moment
         try:
-            work = WorkMessage(kind, key, role.upper(), time.time() + timeout_s, body)
-            try:
-                ack = await self._js.publish(
-                    self.names.work_subject(role, kind),
-                    work.to_bytes(),
-                    headers={"Nats-Msg-Id": key, "Fleet-Kind": kind},
-                )
-            except (NatsError, TimeoutError, OSError) as e:
-                raise AgentTurnError(f"{kind} {key}: could not queue the work: {e}") from e
-            self.published += 1
-            if ack.duplicate:
-                self.deduplicated += 1
-                stored = await self._stored_result(kind, key)
-                if stored is not None and not fut.done():
-                    fut.set_result(stored)
-            try:
-                result = await asyncio.wait_for(asyncio.shield(fut), timeout_s + self._grace_s)
-            except TimeoutError:
-                msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
-                raise AgentTurnError(msg) from None
+            result = await self._stored_or_queued(waiter, kind, key, role, body, timeout_s)
         finally:
-            waiters.discard(fut)
+            waiters.discard(waiter)
             if not waiters:
                 self._waiting.pop((kind, key), None)
         if not result.ok:
             raise AgentTurnError(result.error or f"{kind} {key} failed (no reason given)")
         return result
 
-    async def _stored_result(self, kind: str, key: str) -> ResultMessage | None:
-        """The answer already stored for a call queued before (a re-dispatch), if any."""
+    async def _stored_or_queued(
+        self,
+        waiter: _Waiter,
+        kind: str,
+        key: str,
+        role: str,
+        body: dict[str, Any],
+        timeout_s: float,
+    ) -> ResultMessage:
+        earlier = await self._stored_result(kind, key)
+        if earlier is not None and earlier[1].ok:
+            self.reused += 1
+            return earlier[1]
+        if earlier is not None:
+            waiter.attempt = f"after-{earlier[0]}"
+        work = WorkMessage(
+            kind, key, role.upper(), time.time() + timeout_s, body, attempt=waiter.attempt
+        )
+        try:
+            ack = await self._js.publish(
+                self.names.work_subject(role, kind),
+                work.to_bytes(),
+                headers={"Nats-Msg-Id": work.msg_id, "Fleet-Kind": kind},
+            )
+        except (NatsError, TimeoutError, OSError) as e:
+            raise AgentTurnError(f"{kind} {key}: could not queue the work: {e}") from e
+        self.published += 1
+        if ack.duplicate:  # queued before (this attempt): its answer may be stored already
+            self.deduplicated += 1
+            stored = await self._stored_result(kind, key)
+            if stored is not None and (earlier is None or stored[0] > earlier[0]):
+                waiter.offer(stored[1])
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter.future), timeout_s + self._grace_s)
+        except TimeoutError:
+            msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
+            raise AgentTurnError(msg) from None
+
+    async def _stored_result(self, kind: str, key: str) -> tuple[int, ResultMessage] | None:
+        """The last answer stored for a call, with its stream sequence, if any.
+
+        Read from the stream's leader (not a direct get, which a lagging replica of an R3
+        stream may answer without the newest message)."""
         try:
             raw = await self._js.get_last_msg(
-                self.names.results_stream, self.names.result_subject(kind, key), direct=True
+                self.names.results_stream, self.names.result_subject(kind, key)
             )
-        except (NotFoundError, NatsError, TimeoutError):
+        except NotFoundError:
+            return None
+        except (NatsError, TimeoutError) as e:
+            # Not found and unreadable are different: say so, and let the live feed answer.
+            log.warning("agent results: could not look up %s %s: %s", kind, key, e)
             return None
         try:
             stored = ResultMessage.from_bytes(raw.data or b"")
         except ValueError:
             return None
-        return stored if stored.key == key else None
+        return (raw.seq or 0, stored) if stored.key == key else None
 
     async def _listen(self, sub: Any) -> None:
         what = f"agent results ({self.durable})"
@@ -421,10 +463,12 @@ class NatsAgentRuntime:
         error = task.exception() or RuntimeError("agent results listener ended")
         self._listener_error = error
         log.error("agent results listener (%s) stopped: %r", self.durable, error, exc_info=error)
-        for futures in self._waiting.values():
-            for fut in futures:
-                if not fut.done():
-                    fut.set_exception(AgentTurnError(f"agent results listener stopped: {error!r}"))
+        for waiters in self._waiting.values():
+            for w in waiters:
+                if not w.future.done():
+                    w.future.set_exception(
+                        AgentTurnError(f"agent results listener stopped: {error!r}")
+                    )
 
     def _deliver(self, msg: Msg) -> None:
         try:
@@ -433,13 +477,28 @@ class NatsAgentRuntime:
             log.warning("agent results: unreadable message on %s dropped: %s", msg.subject, e)
             return
         waiters = self._waiting.get((result.kind, result.key))
-        if not waiters:
+        taken = sum(w.offer(result) for w in waiters or ())
+        if not taken:
             self.dropped_results += 1
             log.debug("agent results: %s %s not awaited here; dropped", result.kind, result.key)
-            return
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(result)
+
+
+class _Waiter:
+    """One call waiting for its answer: any success, or a failure of its own attempt (a late
+    failure of an earlier attempt must not fail the attempt that replaced it)."""
+
+    __slots__ = ("attempt", "future")
+
+    def __init__(self, future: asyncio.Future[ResultMessage]) -> None:
+        self.future = future
+        self.attempt = ""
+
+    def offer(self, result: ResultMessage) -> bool:
+        """Complete the wait with ``result`` if it answers it; whether it did."""
+        if self.future.done() or not (result.ok or result.attempt == self.attempt):
+            return False
+        self.future.set_result(result)
+        return True
 
 
 def _decoded(cls: type[T], result: ResultMessage, what: str) -> T:

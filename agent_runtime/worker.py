@@ -355,6 +355,7 @@ class AgentWorker:
             worker=self.worker_id,
             deliveries=msg.metadata.num_delivered if msg.reply else 0,
             dead_lettered=dead_lettered,
+            attempt=work.attempt,
         )
         try:
             stored = await self._publish_result(result)  # returns once JetStream has stored it
@@ -366,9 +367,11 @@ class AgentWorker:
             log.warning("worker %s: result for %s not stored: %s", self.worker_id, work.key, e)
             return
         if stored.duplicate:  # the call ran twice: worth knowing (a stall past the ack wait)
-            log.warning(
-                "worker %s: %s %s was answered already (redelivered after a stall or a lost "
-                "ack); this answer is dropped",
+            # Not a loss: the first answer is stored and its caller reads it from the results
+            # stream (``NatsAgentRuntime`` looks there before and after queuing a call).
+            log.warning(  # a model call spent twice: worth knowing
+                "worker %s: %s %s was answered already (redelivered after a stall, a lost ack "
+                "or a server restart); the stored answer stands",
                 self.worker_id,
                 work.kind,
                 work.key,
@@ -383,7 +386,7 @@ class AgentWorker:
         return await self._js.publish(
             self.names.result_subject(result.kind, result.key),
             result.to_bytes(),
-            headers={"Nats-Msg-Id": f"result:{result.kind}:{result.key}"},
+            headers={"Nats-Msg-Id": result.msg_id},
         )
 
     async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> None:
@@ -453,6 +456,7 @@ class AgentWorker:
                         worker=self.worker_id,
                         deliveries=deliveries,
                         dead_lettered=True,
+                        attempt=work.attempt,
                     )
                 )
                 self.stats.failed += 1
