@@ -1,8 +1,8 @@
 """An API replica (``--components api``) beside a projectors node, on the embedded graph and a
 shared Valkey: it reads the projectors' graph (queries, listings, the open count, projection
-status) and its ``fleet verify`` compares the real stores: a tampered cache entry is found and
-named. With no projectors node up it refuses, naming what it cannot reach, instead of answering
-from an empty graph or calling a comparison of nothing clean.
+status; a rebuild asked of it happens there) and its ``fleet verify`` compares the real stores:
+a tampered cache entry is found and named. With no projectors node up it refuses, naming what it
+cannot reach, instead of answering from an empty graph or calling a comparison of nothing clean.
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ async def test_the_replica_reads_the_projectors_graph(pair: Pair) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as e:
         await pair.client.query("MATCH (x:NoSuchLabel) RETURN x")
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    rebuilt = await fleet("projections", "rebuild", "graph", "--address", pair.address)
+    assert rebuilt.returncode == 0 and "rebuilt" in rebuilt.stdout, rebuilt.stderr
+    _, rows, _ = await pair.client.query(COUNT)
+    assert rows == [{"n": len(TASKS)}]
 
 
 async def test_verify_on_the_replica_finds_a_tampered_cache_entry(
