@@ -72,6 +72,7 @@ QUERY_SLACK_S = 5.0
 STATUS_TIMEOUT_S = 10.0
 REBUILD_TIMEOUT_S = 60.0
 VERIFY_TIMEOUT_S = 600.0
+"""How long a verify is waited for when the caller set no deadline (the CLI's default too)."""
 
 _ERRORS: Mapping[str, type[Exception]] = {
     # Subclasses before their bases: the first match names the kind.
@@ -281,7 +282,9 @@ class ProjectionControl(Protocol):
 
     async def rebuild(self, name: str) -> int: ...
 
-    async def verify(self) -> VerifyReport: ...
+    async def verify(self, timeout_s: float | None = None) -> VerifyReport:
+        """``timeout_s``: how long the caller waits (the RPC's deadline); None: no deadline."""
+        ...
 
 
 class LocalProjections:
@@ -296,7 +299,7 @@ class LocalProjections:
     async def rebuild(self, name: str) -> int:
         return await asyncio.to_thread(self.projections.rebuild, name)
 
-    async def verify(self) -> VerifyReport:
+    async def verify(self, timeout_s: float | None = None) -> VerifyReport:
         return await asyncio.to_thread(self.projections.verify)
 
 
@@ -317,10 +320,11 @@ class RemoteProjections:
         body = {"name": name}
         return int(await self._requester.request("rebuild", body, timeout=REBUILD_TIMEOUT_S))
 
-    async def verify(self) -> VerifyReport:
+    async def verify(self, timeout_s: float | None = None) -> VerifyReport:
         if self._local is not None:
             return await asyncio.to_thread(self._local.verify)
-        got = await self._requester.request("verify", {}, timeout=VERIFY_TIMEOUT_S)
+        wait = VERIFY_TIMEOUT_S if timeout_s is None else timeout_s
+        got = await self._requester.request("verify", {}, timeout=wait)
         report = VerifyReport(**{k: v for k, v in got.items() if k != "differences"})
         report.differences = [Difference(**d) for d in got["differences"]]
         return report

@@ -75,7 +75,7 @@ class StatusRpcs:
     async def VerifyProjections(
         self, request: pb.VerifyProjectionsRequest, context: Ctx
     ) -> pb.VerifyProjectionsResponse:
-        report = await self._required().verify()
+        report = await self._required().verify(context.time_remaining())
         resp = pb.VerifyProjectionsResponse(
             stream_head=report.head,
             deliberations=report.deliberations,
