@@ -30,9 +30,19 @@ from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_of
 from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 from fleet.listing import DeliberationListing
 from fleet.metrics import FleetMetrics, ObservedStore, agent_queues, dispatcher_queue
+from fleet.projection_service import (
+    LocalProjections,
+    ProjectionControl,
+    ProjectionRequester,
+    ProjectionService,
+    RemoteGraph,
+    RemoteProjections,
+    subject,
+)
 from fleet.queries import (
     DeliberationQueries,
-    HistoryGraph,
+    GraphReader,
+    LocalGraphReader,
     StatusBoard,
     recorder_latest_version,
 )
@@ -68,8 +78,11 @@ class FleetNode:
     """One Fleet process: event store, projections, dispatcher, agents and the gRPC API.
 
     ``settings.components`` (``fleet up --components``) picks the parts: an ``api`` replica
-    connects the graph and cache to read them but runs no projector; ``dispatcher`` brings the
-    agents it drives. The event store is always connected.
+    reads the graph and cache but runs no projector; ``dispatcher`` brings the agents it drives.
+    The event store is always connected. A node that runs the projectors serves them to the
+    others over NATS (``fleet.projection_service``); a replica reads a graph it cannot open
+    itself (the embedded one, which is the projectors' process's alone) through that, and asks
+    that node for projection status, rebuilds and, unless it reads every store itself, verify.
 
     Loop affinity: start, stop and run on one asyncio loop.
     """
@@ -91,6 +104,8 @@ class FleetNode:
         self.queries: DeliberationQueries | None = None
         self.runners: list[Any] = []
         self.projections: Projections | None = None
+        self.control: ProjectionControl | None = None
+        """What the API asks of the projections: this node's, or those of the node running them."""
         self.servers: dict[str, Any] = {}
         self.metrics: FleetMetrics | None = None
         self.hub: WatchHub | None = None
@@ -197,14 +212,17 @@ class FleetNode:
         # stop: the snapshots that updates in flight call for are taken, not lost with the store.
         self._stack.push_async_callback(self.store.drain)
 
-    async def _start_projections(self) -> tuple[StatusBoard | None, HistoryGraph | None]:
+    async def _start_projections(self) -> tuple[StatusBoard | None, GraphReader | None]:
+        import nats
+
         from projectors.cache.projection import CacheProjection
         from projectors.graph.projection import GraphProjection
         from projectors.runner import ProjectorRunner
 
         s = self.settings
         assert self.app is not None
-        graph: Any
+        projects = "projectors" in s.runs
+        graph: Any = None
         if s.neo4j_uri:
             from neo4j import GraphDatabase
 
@@ -214,14 +232,21 @@ class FleetNode:
             graph = Neo4jGraph(driver, owns_driver=True)
             await asyncio.to_thread(graph.ensure_schema)
             self.endpoints.graph = s.neo4j_uri
-        else:
+        elif projects:
             from projectors.graph.ladybug import LadybugGraph
 
             path = s.data_dir / "graph"
             graph = await asyncio.to_thread(LadybugGraph, path)
             self.endpoints.graph = f"ladybug:{path}"
-        self._stack.callback(graph.close)
-        runners = [ProjectorRunner(self.app, GraphProjection(graph), retry_on=_graph_down())]
+        else:
+            # The embedded graph is one process's alone (a file lock), and a graph of our own
+            # would be a private, empty one: read the projectors' graph through their node.
+            self.endpoints.graph = f"nats:{subject(s.stream, 'query')}"
+        runners = []
+        if graph is not None:
+            self._stack.callback(graph.close)
+            projection = GraphProjection(graph)
+            runners.append(ProjectorRunner(self.app, projection, retry_on=_graph_down()))
 
         board = await asyncio.to_thread(self._connect_cache)
         if board is not None:
@@ -229,14 +254,31 @@ class FleetNode:
 
             down = (vx.ConnectionError, vx.TimeoutError)
             runners.append(ProjectorRunner(self.app, CacheProjection(board), retry_on=down))
-        if "projectors" in self.settings.runs:  # an API-only replica reads, never projects
+        if projects:  # an API-only replica reads, never projects
             for r in runners:
                 r.start()
             self.runners = runners
         # Owns the runners (a rebuild replaces one in place), so it stops whichever are running.
-        self.projections = Projections(self.app, self.runners)
+        self.projections = Projections(self.app, self.runners, graph=graph, board=board)
         self._stack.callback(self.projections.stop)
-        return board, graph
+
+        nc = await nats.connect(
+            self.endpoints.nats_url, name="fleet-projections", max_reconnect_attempts=-1
+        )
+        self._stack.push_async_callback(nc.drain)
+        if projects:
+            service = ProjectionService(nc, s.stream, graph, self.projections)
+            await service.start()
+            self._stack.push_async_callback(service.shutdown)
+            self.control = LocalProjections(self.projections)
+            return board, LocalGraphReader(graph)
+        requester = ProjectionRequester(nc, s.stream)
+        # Verify here when every store the system has is read here (Neo4j, and the shared
+        # Valkey or no cache at all): it then works while no projectors node is up.
+        reads_all = graph is not None and (board is not None or not s.cache_enabled)
+        self.control = RemoteProjections(requester, self.projections if reads_all else None)
+        reader = LocalGraphReader(graph) if graph is not None else RemoteGraph(requester)
+        return board, reader
 
     def _connect_cache(self) -> Any:
         s = self.settings
@@ -247,6 +289,10 @@ class FleetNode:
         from projectors.cache.valkey import ValkeyDeliberationBoard
 
         url = s.valkey_url
+        if url is None and "projectors" not in s.runs:
+            # A private server here would be a cache no projector fills: read by replay instead.
+            log.info("no cache URL on a node that runs no projectors: reads replay the events")
+            return None
         if url is None:
             from fleet.embedded.valkey import ValkeyServer
 
@@ -352,7 +398,7 @@ class FleetNode:
         )
         listing = DeliberationListing(graph)
         services.extras.update(watch=self.hub, listing=listing, in_flight=listing.count_open)
-        services.extras.update(projections=self.projections, endpoints=self.endpoints)
+        services.extras.update(projections=self.control, endpoints=self.endpoints)
         services.extras.update(plan_options=plan_options(s))
         server: GrpcServer = self.servers["grpc"]
         server.servicer.bind(services)

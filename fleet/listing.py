@@ -12,7 +12,6 @@ opaque to clients (URL-safe base64 of a small JSON object); its format may chang
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -22,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, Role
-from fleet.queries import HistoryGraph, ServiceUnavailableError
+from fleet.queries import GraphReader, ServiceUnavailableError
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -104,7 +103,7 @@ class Page:
 class DeliberationListing:
     """Lists deliberations from the history graph. Use from one asyncio loop."""
 
-    def __init__(self, graph: HistoryGraph | None) -> None:
+    def __init__(self, graph: GraphReader | None) -> None:
         self._graph = graph
 
     async def list(self, f: ListFilter, *, page_size: int = 0, page_token: str = "") -> Page:
@@ -117,7 +116,7 @@ class DeliberationListing:
         if page_token:
             params["cursor_at"], params["cursor_id"] = _decode(page_token, f.digest())
         cypher = _LIST.format(limit=size + 1)
-        rows = await asyncio.to_thread(self._graph.query, cypher, params, limit=size + 1)
+        rows = await self._graph.query(cypher, params, limit=size + 1)
         items = [_summary(r) for r in rows[:size]]
         token = ""
         if len(rows) > size and items:
@@ -137,7 +136,7 @@ class DeliberationListing:
             "pending": DeliberationStatus.PENDING.value,
             "in_progress": DeliberationStatus.IN_PROGRESS.value,
         }
-        rows = await asyncio.to_thread(self._graph.query, _COUNT_OPEN, params, limit=1)
+        rows = await self._graph.query(_COUNT_OPEN, params, limit=1)
         return int(rows[0]["n"]) if rows else 0
 
 

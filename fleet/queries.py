@@ -70,6 +70,43 @@ class HistoryGraph(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
+class GraphReader(Protocol):
+    """Read-only Cypher as the API runs it: on the graph this process holds
+    (``LocalGraphReader``), or on the one a projectors node holds
+    (``fleet.projection_service.RemoteGraph``: the embedded graph is one process's alone).
+
+    Raises what ``DecisionGraph.query`` raises, and ``ServiceUnavailableError`` when the graph
+    cannot be reached.
+    """
+
+    async def query(
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = ...,
+        *,
+        timeout_s: float | None = ...,
+    ) -> list[dict[str, Any]]: ...
+
+
+class LocalGraphReader:
+    """A graph in this process (LadybugDB opened here, or a Neo4j driver), read on a worker
+    thread so that a query never blocks the loop."""
+
+    def __init__(self, graph: HistoryGraph) -> None:
+        self.graph = graph
+
+    async def query(
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = 1000,
+        *,
+        timeout_s: float | None = None,
+    ) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.graph.query, cypher, params, limit, timeout_s=timeout_s)
+
+
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
@@ -82,7 +119,7 @@ class DeliberationQueries:
         self,
         store: ApplicationDeliberationStore,
         board: StatusBoard | None,
-        graph: HistoryGraph | None,
+        graph: GraphReader | None,
         *,
         latest_version: LatestVersion | None = None,
         query_timeout_s: float = QUERY_TIMEOUT_S,
@@ -140,12 +177,8 @@ class DeliberationQueries:
             raise QueryRefusedError("cypher: the query is empty")
         limit = DEFAULT_ROW_LIMIT if limit <= 0 else min(limit, MAX_ROW_LIMIT)
         try:
-            rows = await asyncio.to_thread(
-                self._graph.query,
-                cypher,
-                dict(params or {}),
-                limit=limit + 1,
-                timeout_s=self._query_timeout_s,
+            rows = await self._graph.query(
+                cypher, dict(params or {}), limit=limit + 1, timeout_s=self._query_timeout_s
             )
         except QueryTimeoutError as e:
             raise TimeoutError(f"cypher: {e}") from e

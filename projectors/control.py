@@ -7,7 +7,10 @@ the last event the runner handled, or of the event at its stored position before
 kept) and starts a new runner of it from sequence 1: readers of the cache fall back to replays
 meanwhile, Cypher readers see the graph refill. ``verify`` replays every deliberation and
 compares (``projectors.verify``); a finished deliberation's cache entry must be there until the
-board's ``expiry_seconds`` have passed (after that a miss is expected).
+board's ``expiry_seconds`` have passed (after that a miss is expected). It compares the stores the
+node reads (``graph``, ``board``), whether or not it runs their projectors: an API replica on
+Neo4j and a shared Valkey verifies what the projectors wrote; a node that reads no store refuses
+(``NothingToVerifyError``) rather than report a clean comparison of nothing.
 
 Thread-safety: every method may be called from any thread (the gRPC API calls them through
 ``asyncio.to_thread``); one lock serialises rebuilds.
@@ -23,8 +26,10 @@ from typing import Any
 
 from eventsourcing.application import Application
 
+from projectors.cache.board import DeliberationBoard
 from projectors.cache.projection import CacheProjection
-from projectors.errors import ProjectionError
+from projectors.errors import NothingToVerifyError, UnknownProjectionError
+from projectors.graph.port import DecisionGraph
 from projectors.graph.projection import GraphProjection
 from projectors.runner import ProjectorRunner
 from projectors.verify import VerifyReport, verify
@@ -48,11 +53,24 @@ class ProjectionStatus:
 
 
 class Projections:
-    """The runners of one node, by projection name."""
+    """The runners of one node, by projection name, and the stores it reads.
 
-    def __init__(self, app: Application[Any], runners: MutableSequence[ProjectorRunner]) -> None:
+    ``graph`` and ``board``: the stores to verify when no runner here projects into them (an
+    API replica reading the shared ones); a runner's own store is found through the runner.
+    """
+
+    def __init__(
+        self,
+        app: Application[Any],
+        runners: MutableSequence[ProjectorRunner],
+        *,
+        graph: DecisionGraph | None = None,
+        board: DeliberationBoard | None = None,
+    ) -> None:
         self._app = app
         self._runners = runners
+        self._graph = graph
+        self._board = board
         self._lock = threading.Lock()
 
     @property
@@ -63,8 +81,9 @@ class Projections:
         for r in self._runners:
             if r.name == name:
                 return r
-        msg = f"no projection named {name!r} here (have: {', '.join(self.names) or 'none'})"
-        raise ProjectionError(msg)
+        have = ", ".join(self.names) or "none"
+        msg = f"name: no projection {name!r} on the node that runs them (have: {have})"
+        raise UnknownProjectionError(msg)
 
     def head(self) -> int:
         return self._app.recorder.max_notification_id() or 0
@@ -101,13 +120,21 @@ class Projections:
             return self.head()
 
     def verify(self, on_progress: Callable[[int, int], None] | None = None) -> VerifyReport:
-        graph, board = None, None
+        """Replay every deliberation and compare the graph and the cache this node reads.
+
+        Raises:
+            NothingToVerifyError: this node reads neither a graph nor a cache.
+        """
+        graph, board = self._graph, self._board
         for r in self._runners:
             p = r.projection
             if isinstance(p, GraphProjection):
                 graph = p.graph
             elif isinstance(p, CacheProjection):
                 board = p.board
+        if graph is None and board is None:
+            msg = "nothing to verify: this node reads neither a graph nor a cache"
+            raise NothingToVerifyError(msg)
         expiry = board.expiry_seconds if board is not None else None
         return verify(
             self._app, graph=graph, board=board, cache_expiry_s=expiry, on_progress=on_progress

@@ -11,6 +11,15 @@ class ProjectionStoppedError(ProjectionError):
     """A runner stopped because its projection raised; ``__cause__`` is the original error."""
 
 
+class UnknownProjectionError(ProjectionError):
+    """No projection of that name runs where it was asked for (the message names those that do)."""
+
+
+class NothingToVerifyError(ProjectionError):
+    """Verification was asked where neither a graph nor a cache can be read: comparing nothing
+    and calling it clean would be a check that cannot fail, so it is refused instead."""
+
+
 class ReadOnlyQueryError(ProjectionError):
     """A query given to the read-only query API would write (or load, or call procedures)."""
 

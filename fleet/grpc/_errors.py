@@ -23,6 +23,7 @@ from fleet.ledger import DeliberationNotFoundError
 from fleet.queries import QueryRefusedError, ServiceUnavailableError
 from fleet.telemetry import span
 from fleet.watch import WatchUnavailableError
+from projectors.errors import NothingToVerifyError, UnknownProjectionError
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     UnknownAgentError: grpc.StatusCode.INVALID_ARGUMENT,
     OperationalError: grpc.StatusCode.UNAVAILABLE,
     ServiceUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    NothingToVerifyError: grpc.StatusCode.UNAVAILABLE,
+    UnknownProjectionError: grpc.StatusCode.INVALID_ARGUMENT,
     WatchUnavailableError: grpc.StatusCode.UNAVAILABLE,
     TimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,
 }

@@ -1,17 +1,20 @@
 """RPCs about the node itself: status and projection lag, projection rebuild and verification.
 
-Extras read from ``ApiServices.extras``: ``"projections"`` (a ``projectors.control.Projections``;
-without it the projection RPCs answer UNAVAILABLE and GetStatus lists none), ``"endpoints"``
-(``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally, ``"in_flight"`` (an async
-callable returning how many deliberations are open: ``DeliberationListing.count_open``).
+Extras read from ``ApiServices.extras``: ``"projections"`` (a
+``fleet.projection_service.ProjectionControl``: this node's projections, or those of the node that
+runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
+``"endpoints"`` (``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally,
+``"in_flight"`` (an async callable returning how many deliberations are open:
+``DeliberationListing.count_open``).
 
-Rebuild and verify run in the node because the node is the one writer of its stores: the
-embedded graph is a directory only one process may open, and the runner's fence is the node's.
+Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
+stores: the embedded graph is a directory only one process may open, and the runner's fence is
+the node's. An API replica asks that node (``fleet.projection_service``); verify, asked anywhere,
+compares the stores the system has or fails, never reports a clean comparison of nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, TypeAlias
 
 import grpc
@@ -20,8 +23,8 @@ from fleet import __version__
 from fleet.grpc._errors import translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.projection_service import ProjectionControl
 from fleet.queries import ServiceUnavailableError
-from projectors.control import Projections
 
 Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -29,18 +32,22 @@ Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 class StatusRpcs:
     services: ApiServices
 
-    def _projections(self) -> Projections:
-        projections = self.services.extras.get("projections")
-        if not isinstance(projections, Projections):
-            raise ServiceUnavailableError("this node runs no projections")
-        return projections
+    def _projections(self) -> ProjectionControl | None:
+        control: ProjectionControl | None = self.services.extras.get("projections")
+        return control
+
+    def _required(self) -> ProjectionControl:
+        control = self._projections()
+        if control is None:
+            raise ServiceUnavailableError("this node reaches no projections")
+        return control
 
     @translated
     async def GetStatus(self, request: pb.GetStatusRequest, context: Ctx) -> pb.GetStatusResponse:
         resp = pb.GetStatusResponse(version=__version__)
-        projections = self.services.extras.get("projections")
-        if isinstance(projections, Projections):
-            head, rows = await asyncio.to_thread(projections.status)
+        projections = self._projections()
+        if projections is not None:
+            head, rows = await projections.status()
             resp.stream_head = head
             for r in rows:
                 resp.projections.add(
@@ -61,21 +68,14 @@ class StatusRpcs:
     async def RebuildProjection(
         self, request: pb.RebuildProjectionRequest, context: Ctx
     ) -> pb.RebuildProjectionResponse:
-        projections = self._projections()
-        if request.name not in projections.names:
-            have = ", ".join(projections.names) or "none"
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"name: no projection {request.name!r} on this node (have: {have})",
-            )
-        target = await asyncio.to_thread(projections.rebuild, request.name)
+        target = await self._required().rebuild(request.name)
         return pb.RebuildProjectionResponse(name=request.name, target=target)
 
     @translated
     async def VerifyProjections(
         self, request: pb.VerifyProjectionsRequest, context: Ctx
     ) -> pb.VerifyProjectionsResponse:
-        report = await asyncio.to_thread(self._projections().verify)
+        report = await self._required().verify(context.time_remaining())
         resp = pb.VerifyProjectionsResponse(
             stream_head=report.head,
             deliberations=report.deliberations,

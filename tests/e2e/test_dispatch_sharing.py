@@ -1,6 +1,8 @@
 """Two API processes and two dispatcher processes on one nats-server and one Valkey: clients
 spread over both APIs see the same results, and no deliberation is dispatched twice (the work
-queue hands each to one dispatcher; the load generator counts every agent call it gets).
+queue hands each to one dispatcher; the load generator counts every agent call it gets). The
+second API runs no projector and has its own data dir: its Cypher queries and listings read the
+first one's embedded graph, not an empty one of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +26,20 @@ from tests.e2e._processes import BACKENDS, FleetProcess
 pytestmark = pytest.mark.timeout(240)
 
 N = 8
+
+
+async def _graphed(api: FleetClient, n: int, timeout: float = 30.0) -> None:
+    """Wait until ``api``'s Cypher sees ``n`` completed deliberations (the graph is a projection:
+    it may trail a result read from the cache or a replay by a few milliseconds)."""
+    cypher = "MATCH (d:Deliberation {status: 'COMPLETED'}) RETURN count(*) AS n"
+    deadline = asyncio.get_running_loop().time() + timeout
+    rows: list[dict[str, object]] = []
+    while asyncio.get_running_loop().time() < deadline:
+        _, rows, _ = await api.query(cypher)
+        if rows == [{"n": n}]:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the graph through this API holds {rows}, not {n} completed")
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
@@ -78,10 +94,15 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
                 again = await asyncio.gather(
                     *(clients[i % 2].result(t) for i, t in enumerate(tasks))
                 )
+                await _graphed(c2, N)
+                listed = await c2.list(status="COMPLETED", page_size=N + 1)
+                status = await c2.stub.GetStatus(pb.GetStatusRequest())
         finally:
             for p in procs:
                 p.stop()
         logs = [p.tail() for p in procs[2:]]
+    assert sorted(d.task_id for d in listed.deliberations) == sorted(tasks)
+    assert {p.name for p in status.projections} == {"graph", "cache"}
     for f, g in zip(finals, again, strict=True):
         assert f.status == pb.DELIBERATION_STATUS_COMPLETED, f.error_message
         assert (f.winner_id, [r.proposal.content for r in f.results]) == (

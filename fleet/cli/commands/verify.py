@@ -1,7 +1,9 @@
 """``fleet verify``: replay every deliberation and report where the graph or cache differs.
 
-Runs in the node (VerifyProjections over gRPC), which holds both stores and the event store.
-Exit status 1 when any difference is found, 0 otherwise.
+Runs in the node asked (VerifyProjections over gRPC); an API replica that cannot read every store
+itself has the node running the projectors do it. Exit status 1 when any difference is found, or
+when nothing was compared (a check that cannot fail is no check); 0 otherwise. The line printed
+names the projections compared.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ async def cmd_verify(args: argparse.Namespace) -> None:
          "task_id": d.task_id, "detail": d.detail}
         for d in resp.differences
     ]  # fmt: skip
+    compared = sorted(resp.positions, key=lambda name: (name != "graph", name))  # graph first
     if args.json:
         out = {
             "stream_head": resp.stream_head,
@@ -51,8 +54,11 @@ async def cmd_verify(args: argparse.Namespace) -> None:
         )
         if differences:
             _print_differences(differences)
-        else:
-            console.print("[green]graph and cache agree with the replay[/]")
+        elif compared:
+            verb = "agree" if len(compared) > 1 else "agrees"
+            console.print(f"[green]{' and '.join(compared)} {verb} with the replay[/]")
+    if not compared:
+        raise CliError("the node compared no projection with the replay (it reads none)", code=1)
     if differences:
         raise CliError(f"{len(differences)} differences between projections and replay", code=1)
 

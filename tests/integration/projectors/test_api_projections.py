@@ -25,7 +25,8 @@ from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
 from fleet.ledger import ApplicationDeliberationStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.queries import DeliberationQueries, recorder_latest_version
+from fleet.projection_service import LocalProjections
+from fleet.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version
 from projectors import CacheProjection, GraphProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.control import Projections
@@ -84,10 +85,10 @@ async def node(
     projections.wait(app.recorder.max_notification_id() or 0, timeout=30)
     store = ApplicationDeliberationStore(app)
     queries = DeliberationQueries(
-        store, board, graph, latest_version=recorder_latest_version(app.recorder)
+        store, board, LocalGraphReader(graph), latest_version=recorder_latest_version(app.recorder)
     )
     services = ApiServices(store, queries, default_timeout_s=60)
-    services.extras.update(projections=projections)
+    services.extras.update(projections=LocalProjections(projections))
     server = GrpcServer(OrchestratorServicer(services), host="127.0.0.1", port=free_port())
     async with server, FleetClient(f"127.0.0.1:{server.port}") as api:
         yield {

@@ -22,6 +22,7 @@ from aggregates import Deliberation
 from projectors import CacheProjection, GraphProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.control import Projections
+from projectors.errors import NothingToVerifyError
 from projectors.graph.ladybug import LadybugGraph
 from projectors.verify import VerifyReport, verify
 from tests.unit.projectors import scenarios
@@ -238,6 +239,23 @@ def test_a_missing_finished_entry_is_a_difference_until_it_may_have_expired(
     for expiry in (1.0, None):  # it may have expired (or how long entries live is unknown)
         report = verify(stores.app, board=stores.board, cache_expiry_s=expiry)
         assert report.ok and report.cache_misses == 1
+
+
+def test_a_node_that_runs_no_projector_verifies_the_stores_it_reads(stores: Stores) -> None:
+    """An API replica on Neo4j and a shared Valkey runs no runner: it still compares those
+    stores, and a node that reads neither refuses instead of reporting a clean nothing."""
+    replica = Projections(stores.app, [], graph=stores.graph, board=stores.board)
+    clean = replica.verify()
+    assert clean.ok and set(clean.positions) == {"graph", "cache"}
+    running = stores.get("in_progress")
+    stores.board._valkey.hset(stores.board.key(running.id), "status", "COMPLETED")
+    found = replica.verify()
+    assert [(d.projection, d.deliberation_id) for d in found.differences] == [
+        ("cache", str(running.id))
+    ]
+    assert "status" in found.differences[0].detail
+    with pytest.raises(NothingToVerifyError, match="neither a graph nor a cache"):
+        Projections(stores.app, []).verify()
 
 
 def test_stores_moving_while_they_are_read_show_no_difference(stores: Stores) -> None:
