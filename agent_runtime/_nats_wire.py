@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
+from natsio.deadletter import DEAD_LETTER_PREFIX
+from natsio.streams import checked_replicas
+
 __all__ = [
-    "DEAD_LETTER_STREAM",
     "KINDS",
     "QueueNames",
     "ResultMessage",
     "WorkMessage",
-    "dead_letter_stream_config",
     "decode",
     "encode",
 ]
@@ -37,9 +38,6 @@ KINDS = ("turn", "review", "assess")
 """What a piece of work asks for: ``AgentRuntime.run_turn``, ``.review`` or ``.assess``."""
 
 WIRE_VERSION = 1
-DEAD_LETTER_STREAM = "FLEET_DEADLETTER"
-"""The installation's dead-letter stream (``fleet.deadletter.>``), shared with the plan consumer."""
-DEAD_LETTER_PREFIX = "fleet.deadletter"
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ class QueueNames:
             retention=RetentionPolicy.WORK_QUEUE,
             storage=StorageType.FILE,
             duplicate_window=duplicate_window_s,
-            num_replicas=_checked_replicas(replicas),
+            num_replicas=checked_replicas(replicas),
         )
 
     def results_stream_config(self, max_age_s: float, replicas: int = 1) -> StreamConfig:
@@ -112,25 +110,8 @@ class QueueNames:
             max_age=max_age_s,
             duplicate_window=min(120.0, max_age_s),
             allow_direct=True,
-            num_replicas=_checked_replicas(replicas),
+            num_replicas=checked_replicas(replicas),
         )
-
-
-def dead_letter_stream_config(replicas: int = 1, name: str = DEAD_LETTER_STREAM) -> StreamConfig:
-    """The installation's dead-letter stream (every ``fleet.deadletter.>`` subject)."""
-    return StreamConfig(
-        name=name,
-        subjects=[f"{DEAD_LETTER_PREFIX}.>"],
-        storage=StorageType.FILE,
-        num_replicas=_checked_replicas(replicas),
-    )
-
-
-def _checked_replicas(replicas: int) -> int:
-    # JetStream's own bound, said here in our words rather than as a server error at start-up.
-    if not 1 <= replicas <= 5:
-        raise ValueError(f"stream replicas must be 1 to 5 (FLEET_STREAM_REPLICAS), not {replicas}")
-    return replicas
 
 
 @dataclass(frozen=True)

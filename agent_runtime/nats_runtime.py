@@ -55,8 +55,8 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamConfig
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage, decode, encode
 from agent_runtime.api import (
@@ -69,7 +69,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.nats_pull import close_connection, pull_batches
+from natsio import StreamSetupError, close_connection, ensure_stream, pull_batches
 
 __all__ = [
     "NatsAgentRuntime",
@@ -87,8 +87,6 @@ RESULT_GRACE_S = 5.0
 deadline; this only catches workers that are gone)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_STREAM_EXISTS = 10058
-"""JetStream's "stream name already in use with a different configuration"."""
 
 
 async def ensure_streams(
@@ -105,62 +103,6 @@ async def ensure_streams(
         names.results_stream_config(results_max_age_s, replicas),
     ):
         await ensure_stream(js, config)
-
-
-class StreamSetupError(AgentRuntimeError):
-    """A stream of the NATS backend could not be created or brought to its replica count."""
-
-
-async def ensure_stream(js: Any, config: StreamConfig, *, timeout_s: float = 20.0) -> None:
-    """Create ``config``'s stream when absent; raise an existing one's replicas to
-    ``config.num_replicas``, never lower them (the event store's rule too).
-
-    More copies only make the stream safer, and the server moves the data itself. Fewer is never
-    done here: a process started without ``FLEET_STREAM_REPLICAS`` (a ``fleet worker`` on a
-    laptop against production, say) must not scale an R3 stream down to R1. Nothing else of an
-    existing stream is changed: it may be an operator's. After a raise, this waits until the
-    stream has a leader with every replica, so the first publish is not refused mid-election.
-
-    Raises:
-        StreamSetupError: the server refused to create or update the stream (e.g. more
-            replicas than the cluster has servers), or no leader came within ``timeout_s``.
-    """
-    want = config.num_replicas or 1
-    try:
-        try:
-            info = await js.stream_info(config.name)
-        except NotFoundError:
-            try:
-                await js.add_stream(config)
-                return
-            except BadRequestError as e:
-                if e.err_code != _STREAM_EXISTS:  # not "another process created it meanwhile"
-                    raise
-                info = await js.stream_info(config.name)
-        have = info.config.num_replicas or 1
-        if have >= want:
-            return
-        await js.update_stream(info.config.evolve(num_replicas=want))
-    except APIError as e:
-        msg = (
-            f"stream {config.name} with {want} replica(s) (FLEET_STREAM_REPLICAS): "
-            f"JetStream error {e.err_code}: {e.description}"
-        )
-        raise StreamSetupError(msg) from e
-    name = str(config.name)  # set on every config built here; StreamConfig types it optional
-    log.warning("stream %s: replicas raised from %d to %d", name, have, want)
-    await _await_replicas(js, name, want, timeout_s)
-
-
-async def _await_replicas(js: Any, name: str, replicas: int, timeout_s: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        cluster = (await js.stream_info(name)).cluster
-        if cluster is not None and cluster.leader and len(cluster.replicas or []) + 1 >= replicas:
-            return
-        await asyncio.sleep(0.05)
-    raise StreamSetupError(f"stream {name}: no leader with {replicas} replicas in {timeout_s} s")
 
 
 def default_runtime_id() -> str:

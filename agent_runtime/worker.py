@@ -59,11 +59,9 @@ from nats.js.api import AckPolicy, ConsumerConfig, PubAck
 from nats.js.errors import NotFoundError
 
 from agent_runtime._nats_wire import (
-    DEAD_LETTER_STREAM,
     QueueNames,
     ResultMessage,
     WorkMessage,
-    dead_letter_stream_config,
     decode,
     encode,
 )
@@ -76,7 +74,8 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.nats_runtime import ensure_stream, ensure_streams
+from agent_runtime.nats_runtime import ensure_streams
+from natsio import DEAD_LETTER_STREAM, dead_letter_stream_config, ensure_stream
 
 __all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
 

@@ -48,10 +48,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from agent_runtime._nats_wire import QueueNames
-from agent_runtime.nats_pull import close_connection
 from aggregates import Deliberation
 from fleet import logs
 from fleet.telemetry import TraceContexts, span, tracing_on
+from natsio import close_connection
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -35,16 +35,16 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
 
-from agent_runtime._nats_wire import (
-    DEAD_LETTER_PREFIX,
-    DEAD_LETTER_STREAM,
-    dead_letter_stream_config,
-)
-from agent_runtime.nats_pull import pull_batches
-from agent_runtime.nats_runtime import ensure_stream
 from aggregates import InvalidDeliberationError
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from dispatchers.ports import PlanStore
+from natsio import (
+    DEAD_LETTER_PREFIX,
+    DEAD_LETTER_STREAM,
+    dead_letter_stream_config,
+    ensure_stream,
+    pull_batches,
+)
 
 __all__ = [
     "DEAD_LETTER_STREAM",

@@ -32,8 +32,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
 from nats.js.errors import APIError
 
-from agent_runtime.nats_pull import close_connection, pull_batches
-from agent_runtime.nats_runtime import ensure_stream
+from natsio import close_connection, ensure_stream, pull_batches
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +145,7 @@ class JetStreamWorkQueue:
             config=ConsumerConfig(ack_wait=self.lease_s, max_deliver=-1, max_ack_pending=10_000),
         )
         # One notice per fetch: with batches, a notice could wait for the next one to be
-        # offered (``nats_pull``: a pull request kept open while claims are heart-beaten).
+        # offered (``natsio.pull``: a pull request kept open while claims are heart-beaten).
         async for msgs in pull_batches(sub, batch=1, what=f"work queue {self._durable}"):
             for msg in msgs:
                 try:

@@ -30,7 +30,7 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent_runtime._nats_wire import DEAD_LETTER_STREAM, QueueNames, WorkMessage
+from agent_runtime._nats_wire import QueueNames, WorkMessage
 from agent_runtime.api import AgentTurn, Sampling
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
@@ -38,6 +38,7 @@ from fleet.application import FleetApplication
 from fleet.embedded._process import free_port
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.ledger import ApplicationDeliberationStore
+from natsio import DEAD_LETTER_STREAM
 from tests.e2e._processes import FLEET, REPO, FleetProcess
 
 pytestmark = pytest.mark.timeout(180)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import DEAD_LETTER_STREAM, QueueNames, WorkMessage
+from agent_runtime._nats_wire import QueueNames, WorkMessage
 from agent_runtime.api import (
     AgentTurn,
     AgentTurnError,
@@ -25,6 +25,7 @@ from agent_runtime.council import LocalAgentRuntime
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet.embedded.loadgen import LoadGenServer
+from natsio import DEAD_LETTER_STREAM
 from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
 
 pytestmark = pytest.mark.timeout(60)

@@ -17,7 +17,7 @@ import pytest
 from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.client import JetStreamContext
 
-from agent_runtime.nats_pull import pull_batches
+from natsio import pull_batches
 from tests.fixtures.nats import unique_stream_name
 
 pytestmark = pytest.mark.timeout(60)

@@ -17,12 +17,13 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import DEAD_LETTER_STREAM, QueueNames
+from agent_runtime._nats_wire import QueueNames
 from agent_runtime.council import CouncilMember
-from agent_runtime.nats_runtime import NatsAgentRuntime, StreamSetupError
+from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet.embedded.loadgen import LoadGenServer
 from fleet.worksharing import JetStreamWorkQueue
+from natsio import DEAD_LETTER_STREAM, StreamSetupError
 from tests.fixtures.nats import NatsCluster, unique_stream_name
 from tests.integration.nats_backend.conftest import endpoint
 from tests.integration.nats_backend.test_nats_runtime import turn

@@ -41,7 +41,15 @@ def _tool(name: str) -> str:
 @pytest.mark.timeout(300)
 def test_the_code_is_mypy_strict_clean() -> None:
     """Every package and the benchmarks (the generated gRPC code is checked where it is used)."""
-    pkgs = ["aggregates", "eventstore", "dispatchers", "projectors", "agent_runtime", "fleet"]
+    pkgs = [
+        "aggregates",
+        "natsio",
+        "eventstore",
+        "dispatchers",
+        "projectors",
+        "agent_runtime",
+        "fleet",
+    ]
     pkgs.append("bench")
     out = subprocess.run(
         [_tool("mypy"), *pkgs], cwd=ROOT, capture_output=True, text=True, timeout=300

@@ -11,7 +11,7 @@ import pytest
 from nats.errors import ConnectionClosedError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from agent_runtime.nats_pull import pull_batches
+from natsio import pull_batches
 
 
 class ScriptedSubscription:

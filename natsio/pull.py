@@ -1,8 +1,8 @@
 """Reading a JetStream pull consumer in a loop that only cancellation ends.
 
-Every long-lived reader of a pull consumer (the agent-results listener here, the work queue and
-the plan consumer in ``fleet``) needs the same loop, and nats-py's ``fetch`` has three outcomes
-that loop must survive, one of them undocumented:
+Every long-lived reader of a pull consumer (the NATS agent backend's results listener and
+workers, the dispatchers' work queue and the plan consumer) needs the same loop, and nats-py's
+``fetch`` has three outcomes that loop must survive, one of them undocumented:
 
 * ``TimeoutError`` when nothing arrived within the timeout: poll again;
 * an **empty list** when the server's 408 (the pull request expired) beats the client's own timer
@@ -36,7 +36,6 @@ Loop affinity: the caller's loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -45,7 +44,7 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
 from nats.errors import Error as NatsError
 
-__all__ = ["PullSubscription", "close_connection", "pull_batches"]
+__all__ = ["PullSubscription", "pull_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +110,3 @@ def _raise_if_cancelling() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
-
-
-async def close_connection(nc: Any, *, timeout_s: float = 5.0) -> None:
-    """Flush what this connection sent (publishes, acks), then close it. Idempotent.
-
-    Not ``nc.drain()``: for pull subscriptions nats-py's drain waits on a pending queue that
-    nothing empties (fetch does not mark items done), so it always runs into its timeout, and
-    the cancelled drain leaves an "exception was never retrieved" error in the log. Nothing is
-    lost by closing instead: a delivery not yet acked is redelivered by JetStream.
-    """
-    if nc.is_closed:
-        return
-    with contextlib.suppress(NatsError, TimeoutError, OSError):
-        await nc.flush(timeout=timeout_s)
-    with contextlib.suppress(NatsError, TimeoutError, OSError):
-        await asyncio.wait_for(nc.close(), timeout_s)
