@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/backends_bench.py [--seconds 4] [--in-flight 32] [--workers 2]
 
-The endpoint is the LOAD GENERATOR (``fleet.embedded.loadgen``, instant mode, its own process):
+The endpoint is the LOAD GENERATOR (``fleet_testing.loadgen``, instant mode, its own process):
 canned answers at once, so what is measured is each backend's own cost, never model quality.
 For each backend, ``--in-flight`` callers issue agent turns (distinct keys) back to back for
 ``--seconds`` after a warm-up, through the ``AgentRuntime`` Protocol the dispatcher uses:
@@ -61,7 +61,7 @@ def wait_http(url: str) -> None:
 
 def start_loadgen() -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port), "--mode", "instant"]
+    cmd = [sys.executable, "-m", "fleet_testing.loadgen", "--port", str(port), "--mode", "instant"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     wait_http(f"http://127.0.0.1:{port}/v1/models")
     return proc, f"http://127.0.0.1:{port}"

@@ -13,7 +13,7 @@ projection is not part of this path and does not run unless ``--components`` add
 ``projectors``), so it competes for the same two cores, as in ``fleet up``. With
 ``--no-peer-review`` the rating phase is skipped (propose ×3 → checks → Completed).
 
-The endpoint is the LOAD GENERATOR (``fleet.embedded.loadgen``, instant mode, in its own
+The endpoint is the LOAD GENERATOR (``fleet_testing.loadgen``, instant mode, in its own
 process): it answers with canned text after a fixed ``--delay`` (none by default), so what is
 measured is Fleet's own cost, never model quality. Two figures, from two kinds of run:
 
@@ -79,10 +79,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eventsourcing.domain import Aggregate, event
 
 from aggregates import Deliberation
+from application.feed import ApplicationEventFeed
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.embedded._process import free_port
-from fleet.ledger import ApplicationEventFeed
 
 
 def pct(xs: Sequence[float], p: float) -> float:
@@ -92,7 +92,7 @@ def pct(xs: Sequence[float], p: float) -> float:
 
 def start_loadgen(delay_s: float, spread: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port), "--mode", "instant"]
+    cmd = [sys.executable, "-m", "fleet_testing.loadgen", "--port", str(port), "--mode", "instant"]
     if delay_s:
         cmd += ["--delay", str(delay_s), "--spread", str(spread)]
     proc = subprocess.Popen(

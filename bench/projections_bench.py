@@ -46,7 +46,7 @@ import nats
 import valkey
 
 from aggregates import AgentId, CheckOutcome, Deliberation
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 from fleet.embedded.nats import NatsServer
 from fleet.embedded.valkey import ValkeyServer
 from projectors.cache.codec import encode_view

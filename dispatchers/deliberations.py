@@ -70,8 +70,9 @@ from aggregates import (
     DeliberationStatus,
     DuplicateProposalError,
 )
+from application.ports import DeliberationStore, EventFeed
 from dispatchers.councils import Councils
-from dispatchers.ports import Claim, DeliberationStore, EventFeed, WorkQueue
+from dispatchers.ports import Claim, WorkQueue
 
 log = logging.getLogger(__name__)
 

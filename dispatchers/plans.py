@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
-from dispatchers.ports import DeliberationStore, EventFeed, PlanStore
+from application.ports import DeliberationStore, EventFeed, PlanStore
 
 log = logging.getLogger(__name__)
 

@@ -305,7 +305,7 @@ class JetStreamAggregateRecorder(AggregateRecorder):
     def _tracking_prefix(self) -> str:
         return f"{self.connection.settings.prefix}.{_TRACKING}."
 
-    # -- independent saves (an extension of the library's API, used by fleet.ledger)
+    # -- independent saves (an extension of the library's API, used by application.stores)
 
     def insert_events_each(
         self, batches: Sequence[Sequence[StoredEvent]]
@@ -463,7 +463,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
     ) -> AsyncIterator[Notification]:
         """``subscribe`` for a coroutine: the notifications after ``gt``, then each new one as
         it lands, until the iterator is closed (an extension of the library's API, used by
-        ``fleet.ledger``'s event feed).
+        ``application.feed``).
 
         The ordered consumer runs on the calling loop's own connection, so a notification
         reaches its reader with no thread hand-off: the blocking ``subscribe`` takes two (the

@@ -21,13 +21,15 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from aggregates import Role
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
+from application.watch import WatchHub
 from fleet.agents import queue_names
-from fleet.application import FleetApplication
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 from fleet.listing import DeliberationListing
 from fleet.metrics import FleetMetrics, ObservedStore, agent_queues, dispatcher_queue
 from fleet.projection_service import (
@@ -48,7 +50,6 @@ from fleet.queries import (
 )
 from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
-from fleet.watch import WatchHub
 from projectors.control import Projections
 
 log = logging.getLogger(__name__)

@@ -90,7 +90,7 @@ async def run_demo(settings: Settings, console: Console) -> None:
             render.rows(console, totals[0], totals[1], title="All deliberations in this data dir")
 
         console.rule("Replay from JetStream (fleet replay)")
-        from fleet.replay import replay
+        from application.replay import replay
 
         t4 = time.perf_counter()
         h = await asyncio.to_thread(

@@ -101,7 +101,8 @@ class QueueProbe:
 
 
 def dispatcher_queue(stream: str, durable: str = "fleet-dispatchers") -> QueueProbe:
-    """The dispatchers' work queue (``fleet.worksharing``: ``<stream>_WORK``, one consumer)."""
+    """The dispatchers' work queue (``dispatchers.jetstream_work_queue``: ``<stream>_WORK``, one
+    consumer)."""
     return QueueProbe(stream, durable)
 
 
@@ -243,7 +244,7 @@ class FleetMetrics:
 
     async def follow(self, hub: Any) -> None:
         """Observe every event the hub routes, until cancelled or the hub stops."""
-        from fleet.watch import _Closed
+        from application.watch import _Closed
 
         async with hub.subscribe(None) as q:
             while True:

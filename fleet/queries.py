@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from aggregates import deliberation_id
-from fleet.ledger import ApplicationDeliberationStore
-from fleet.timeline import History, fold_history
+from application.stores import ApplicationDeliberationStore
+from application.timeline import History, fold_history
 from projectors.cache.view import DeliberationView, view_from_aggregate
 from projectors.errors import InvalidQueryError, QueryTimeoutError, ReadOnlyQueryError
 

@@ -13,9 +13,9 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from application.timeline import TimelineEntry
 from fleet.client import failed_agents, status_name
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.timeline import TimelineEntry
 
 STATUS_STYLE = {
     "COMPLETED": "bold green",

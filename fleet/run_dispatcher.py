@@ -127,7 +127,7 @@ async def start_dispatch(
     s = settings
     work_queue = None
     if s.work_sharing:
-        from fleet.worksharing import JetStreamWorkQueue
+        from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 
         work_queue = await JetStreamWorkQueue.connect(
             nats_url, stream=f"{s.stream}_WORK", lease_s=s.work_lease_s, replicas=s.stream_replicas
@@ -151,7 +151,7 @@ async def start_dispatch(
     await stack.enter_async_context(plans)
     consumer = None
     if s.plan_consumer:
-        from fleet.planning import PlanApprovalConsumer
+        from dispatchers.plan_approvals import PlanApprovalConsumer
 
         consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
         await stack.enter_async_context(consumer)

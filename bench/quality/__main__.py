@@ -36,11 +36,12 @@ from agent_runtime.api import (
 )
 from agent_runtime.council import EndpointConfig, LocalAgentRuntime
 from aggregates import Deliberation
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
 from bench.quality.problems import PROBLEMS, Problem, correct, signature
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.sampling import council_sampling
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
 
 class CountingRuntime:

@@ -18,11 +18,11 @@ from aggregates import (
     UnknownAgentError,
     deliberation_id,
 )
+from application.stores import DeliberationNotFoundError
+from application.watch import WatchUnavailableError
 from fleet import logs
-from fleet.ledger import DeliberationNotFoundError
 from fleet.queries import QueryRefusedError, ServiceUnavailableError
 from fleet.telemetry import span
-from fleet.watch import WatchUnavailableError
 from projectors.errors import NothingToVerifyError, UnknownProjectionError
 
 log = logging.getLogger(__name__)

@@ -15,13 +15,13 @@ from aggregates import (
     Role,
 )
 from aggregates.plan import check_plan_id
+from application.timeline import History, to_json
+from application.watch import Progress
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.listing import ListFilter, Page
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import QueryResult
-from fleet.timeline import History, to_json
-from fleet.watch import Progress
 from projectors.cache.view import DeliberationView, FailureView, ResultView
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fleet.ledger import ApplicationDeliberationStore
+from application.stores import ApplicationDeliberationStore
 from fleet.queries import DeliberationQueries
 
 

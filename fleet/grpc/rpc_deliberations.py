@@ -1,6 +1,6 @@
 """RPCs that start, watch, list and cancel deliberations, and read their outcome.
 
-Extras read from ``ApiServices.extras``: ``"watch"`` (a ``fleet.watch.WatchHub``, for
+Extras read from ``ApiServices.extras``: ``"watch"`` (an ``application.watch.WatchHub``, for
 StreamDeliberation) and ``"listing"`` (a ``fleet.listing.DeliberationListing``). Without them
 those RPCs answer UNAVAILABLE.
 """
@@ -15,15 +15,15 @@ from typing import Any, TypeAlias
 import grpc
 
 from aggregates import Deliberation, deliberation_id
+from application.stores import DeliberationNotFoundError
+from application.watch import ProgressTracker, WatchHub
 from fleet.grpc import _mapping
 from fleet.grpc._errors import translated, translated_stream
 from fleet.grpc._services import ApiServices
-from fleet.ledger import DeliberationNotFoundError
 from fleet.listing import DeliberationListing
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import ServiceUnavailableError
 from fleet.telemetry import current_traceparent
-from fleet.watch import ProgressTracker, WatchHub
 
 log = logging.getLogger(__name__)
 Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]

@@ -20,8 +20,8 @@ from aggregates import deliberation_id
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._node import loadgen_node_settings
 from tests.e2e._stream import stored_events
 

@@ -20,7 +20,7 @@ import pytest
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.demo import HISTORY_QUERY
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import FLEET, REPO
 
 pytestmark = pytest.mark.timeout(120)

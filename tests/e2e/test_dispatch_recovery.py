@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from aggregates import Deliberation, deliberation_id
-from fleet.application import FleetApplication
-from fleet.embedded.loadgen import LoadGenServer
-from fleet.ledger import ApplicationDeliberationStore
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
 
 pytestmark = pytest.mark.timeout(240)

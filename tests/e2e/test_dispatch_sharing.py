@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from aggregates import Deliberation, deliberation_id
-from fleet.application import FleetApplication
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
 from fleet.client import FleetClient
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.embedded.valkey import ValkeyServer
-from fleet.ledger import ApplicationDeliberationStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
 
 pytestmark = pytest.mark.timeout(240)

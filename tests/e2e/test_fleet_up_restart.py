@@ -1,6 +1,6 @@
 """`fleet up` as people run it: a subprocess, stopped with SIGTERM mid-deliberation, restarted.
 
-The LLM endpoint is the load generator (``fleet.embedded.loadgen``): it answers at once, except a
+The LLM endpoint is the load generator (``fleet_testing.loadgen``): it answers at once, except a
 task carrying the marker ``loadgen:hang``, which it never answers. So one deliberation completes
 before the stop and one is still waiting on its agents when SIGTERM arrives. After the restart
 the completed one is intact (same status, winner and proposals) and the stuck one ends TIMEOUT on
@@ -23,8 +23,8 @@ import pytest
 
 from fleet.client import FleetClient
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
 
 pytestmark = pytest.mark.timeout(300)
 DEADLINE_S = 25

@@ -34,10 +34,10 @@ from agent_runtime._nats_wire import QueueNames, WorkMessage
 from agent_runtime.api import AgentTurn, Sampling
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
-from fleet.application import FleetApplication
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
-from fleet.ledger import ApplicationDeliberationStore
+from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
 from tests.e2e._processes import FLEET, REPO, FleetProcess
 

@@ -32,10 +32,10 @@ from nats.js.errors import NotFoundError
 
 from agent_runtime._nats_wire import QueueNames, WorkMessage
 from aggregates import Deliberation, deliberation_id
-from fleet.application import FleetApplication
-from fleet.embedded.loadgen import LoadGenServer
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
 from fleet.embedded.nats import NatsServer
-from fleet.ledger import ApplicationDeliberationStore
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
 from tests.e2e.test_nats_backend import WorkerProcess, turn_calls, until
 from tests.fixtures.nats import unique_stream_name

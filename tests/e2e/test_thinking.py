@@ -23,8 +23,8 @@ from agent_runtime.openai_client import ChatMessage, OpenAIChatClient
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.embedded.llm import LlamaServer
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._node import loadgen_node_settings
 
 pytestmark = pytest.mark.timeout(120)

@@ -18,8 +18,8 @@ from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,8 +19,8 @@ import asyncio
 import sys
 from typing import Any
 
+from application.timeline import entry, to_json
 from fleet.cli._common import reachable_event_store
-from fleet.timeline import entry, to_json
 
 """How long the first connect waits for the server's greeting (a refused port fails at once)."""
 
@@ -60,7 +60,7 @@ async def cmd_tail(args: argparse.Namespace) -> None:
 
 
 def _open(url: str, stream: str) -> Any:
-    from fleet.application import FleetApplication
+    from application.app import FleetApplication
 
     return FleetApplication(
         env={

@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
+from application.timeline import to_json
 from fleet import render
 from fleet.cli._common import CliError, add_client_options, api_address, console
-from fleet.timeline import to_json
 
 
 def register(sub: Any) -> None:

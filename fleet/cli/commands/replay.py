@@ -6,9 +6,9 @@ import argparse
 import asyncio
 from typing import Any
 
+from application.timeline import History, to_json
 from fleet import render
 from fleet.cli._common import console, reachable_event_store
-from fleet.timeline import History, to_json
 
 
 def register(sub: Any) -> None:
@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
 
 
 async def cmd_replay(args: argparse.Namespace) -> None:
-    from fleet.replay import replay
+    from application.replay import replay
 
     url, stream = await reachable_event_store(args)
     h = await asyncio.to_thread(replay, url, stream, args.task_id, args.to_version)

@@ -24,11 +24,12 @@ import pytest
 
 from agent_runtime.ray_runtime import RayAgentRuntime
 from aggregates import Deliberation, DeliberationStatus
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from fleet.application import FleetApplication
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+from fleet_testing.loadgen import LoadGenServer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -86,10 +87,11 @@ DRIVER = textwrap.dedent(
     from agent_runtime.ray_runtime import RayAgentRuntime
     from aggregates import Deliberation
     from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-    from fleet.application import FleetApplication
-    from fleet.embedded.loadgen import LoadGenServer
+    from application.app import FleetApplication
+    from fleet_testing.loadgen import LoadGenServer
     from fleet.embedded.ray_local import connect_ray
-    from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
+    from application.stores import ApplicationDeliberationStore
+    from application.feed import ApplicationEventFeed
 
     async def main():
         path = {"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}}

@@ -20,7 +20,7 @@ from agent_runtime.checks import extract_code_blocks
 from agent_runtime.openai_client import RetryPolicy
 from agent_runtime.ray_runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -275,9 +275,10 @@ async def test_the_final_ratings_start_on_the_actor_before_the_dispatcher_asks()
     import time
 
     from aggregates import DeliberationStatus
+    from application.app import FleetApplication
+    from application.feed import ApplicationEventFeed
+    from application.stores import ApplicationDeliberationStore
     from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-    from fleet.application import FleetApplication
-    from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
     from tests.unit.dispatchers.test_protocol import request, until_terminal
 
     class Stamped(list[dict[str, object]]):

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from application.stores import DeliberationNotFoundError
 from fleet import logs
 from fleet.client import ClientSecurity, FleetClient
 from fleet.config import Settings
@@ -24,7 +25,6 @@ from fleet.embedded._process import free_port
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import SERVICE_NAME, GrpcServer, OrchestratorServicer
-from fleet.ledger import DeliberationNotFoundError
 from tests.integration.api._pki import Pki
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,15 +13,15 @@ import pytest
 import pytest_asyncio
 
 from aggregates import Plan, plan_id_of
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore
-from fleet.planning import (
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
+from dispatchers.jetstream_work_queue import JetStreamClaim, JetStreamWorkQueue
+from dispatchers.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
     PLAN_SUBJECT,
     PlanApprovalConsumer,
 )
-from fleet.worksharing import JetStreamClaim, JetStreamWorkQueue
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -24,16 +24,16 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from aggregates import Plan, plan_id_of
-from fleet.application import FleetApplication
-from fleet.embedded.nats import NatsServer
-from fleet.ledger import ApplicationDeliberationStore
-from fleet.planning import (
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
+from dispatchers.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
     PLAN_STREAM,
     PLAN_SUBJECT,
     PlanApprovalConsumer,
 )
+from fleet.embedded.nats import NatsServer
 
 pytestmark = pytest.mark.timeout(60)
 

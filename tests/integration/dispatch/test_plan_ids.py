@@ -21,12 +21,17 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from aggregates import plan_id_of
+from dispatchers.plan_approvals import (
+    DEAD_LETTER_STREAM,
+    DEAD_LETTER_SUBJECT,
+    PLAN_STREAM,
+    PLAN_SUBJECT,
+)
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.embedded.nats import NatsServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.planning import DEAD_LETTER_STREAM, DEAD_LETTER_SUBJECT, PLAN_STREAM, PLAN_SUBJECT
+from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._node import loadgen_node_settings
 
 pytestmark = pytest.mark.timeout(60)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.quality.problems import PROBLEMS, Problem, correct, signature
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -23,10 +23,10 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
 from aggregates import AgentId, Deliberation
-from fleet.application import FleetApplication
+from application.app import FleetApplication
+from application.replay import replay
+from application.stores import ApplicationDeliberationStore
 from fleet.cli import main
-from fleet.ledger import ApplicationDeliberationStore
-from fleet.replay import replay
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -17,7 +17,7 @@ from nats.js.api import DiscardPolicy
 
 from agent_runtime._nats_wire import QueueNames
 from agent_runtime.nats_runtime import NatsAgentRuntime
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.integration.nats_backend.conftest import WorkerFactory
 from tests.integration.nats_backend.test_nats_runtime import eventually, queue_drained, turn
 

@@ -12,7 +12,7 @@ from agent_runtime.nats_runtime import NatsAgentRuntime
 from fleet.agents import make_agent_runtime
 from fleet.cli._main import build_parser
 from fleet.config import ConfigError, Settings
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
 
 pytestmark = pytest.mark.timeout(60)

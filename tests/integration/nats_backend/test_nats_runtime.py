@@ -24,7 +24,7 @@ from agent_runtime.api import (
 from agent_runtime.council import LocalAgentRuntime
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
 from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
 

@@ -19,7 +19,7 @@ from aggregates import Role
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.embedded._process import free_port
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
 
 pytestmark = pytest.mark.timeout(60)

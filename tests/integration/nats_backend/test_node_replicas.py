@@ -21,7 +21,7 @@ from nats.js.errors import NotFoundError
 from fleet.agents import start_workers
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
-from fleet.embedded.loadgen import LoadGenServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import NatsCluster, unique_stream_name
 
 pytestmark = pytest.mark.timeout(90)

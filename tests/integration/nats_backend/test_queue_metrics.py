@@ -15,9 +15,9 @@ from nats.aio.client import Client as NATS
 
 from agent_runtime._nats_wire import QueueNames
 from agent_runtime.nats_runtime import NatsAgentRuntime
-from fleet.embedded.loadgen import LoadGenServer
+from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
-from fleet.worksharing import JetStreamWorkQueue
+from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
 from tests.integration.nats_backend.conftest import WorkerFactory
 from tests.integration.nats_backend.test_nats_runtime import eventually, turn

@@ -28,8 +28,8 @@ from agent_runtime.api import AgentTurnError
 from agent_runtime.council import CouncilMember
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
-from fleet.embedded.loadgen import LoadGenServer
 from fleet.embedded.nats import NatsServer
+from fleet_testing.loadgen import LoadGenServer
 from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
 from tests.integration.nats_backend.test_nats_runtime import eventually, turn
 

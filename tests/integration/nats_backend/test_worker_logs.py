@@ -13,8 +13,8 @@ import pytest
 
 from agent_runtime.api import AgentTurnError
 from agent_runtime.nats_runtime import NatsAgentRuntime
-from fleet.embedded.loadgen import LoadGenServer, Mode
 from fleet.logs import DeliberationFilter
+from fleet_testing.loadgen import LoadGenServer, Mode
 from tests.integration.nats_backend.conftest import WorkerFactory
 from tests.integration.nats_backend.test_nats_runtime import _StalledWorker, turn
 

@@ -12,7 +12,7 @@ import time
 
 import valkey
 
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 from projectors.cache.projection import CacheProjection
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.ladybug import LadybugGraph

@@ -18,12 +18,12 @@ import pytest
 import pytest_asyncio
 import valkey
 
+from application.stores import ApplicationDeliberationStore
 from fleet.client import FleetClient
 from fleet.embedded._process import free_port
 from fleet.embedded.valkey import ValkeyServer
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
-from fleet.ledger import ApplicationDeliberationStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.projection_service import LocalProjections
 from fleet.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version

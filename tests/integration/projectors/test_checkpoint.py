@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
 from projectors.fence import Fence
 from projectors.graph.ladybug import CATCH_UP_EVENTS, CHECKPOINT_THRESHOLD, LadybugGraph

@@ -20,9 +20,9 @@ import pytest
 import valkey
 
 from aggregates import AgentId, CheckOutcome, Deliberation
-from fleet.application import FleetApplication
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
 from fleet.embedded.valkey import ValkeyServer
-from fleet.ledger import ApplicationDeliberationStore
 from fleet.queries import DeliberationQueries, recorder_latest_version
 from projectors import CacheProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fleet.ledger import ApplicationDeliberationStore
+from application.stores import ApplicationDeliberationStore
 from fleet.queries import DeliberationQueries, recorder_latest_version
 from projectors import CacheProjection, GraphProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard

@@ -19,7 +19,7 @@ from aggregates import (
     plan_deliberation_task_id,
     plan_id_of,
 )
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 A1, A2, A3 = AgentId("dev-agent-1"), AgentId("dev-agent-2"), AgentId("dev-agent-3")

@@ -8,7 +8,7 @@ import pytest
 
 from aggregates import AgentId, CheckOutcome, Deliberation
 from aggregates.snapshot_state import SnapshotCodec
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 
 def test_snapshot_round_trips_a_completed_deliberation() -> None:

@@ -9,7 +9,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
 from aggregates import AgentId, Deliberation, deliberation_id
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 
 def _started(task_id: str, *, rounds: int) -> tuple[FleetApplication, Deliberation]:

@@ -23,9 +23,10 @@ from agent_runtime.api import (
     TurnResult,
 )
 from aggregates import CheckOutcome, Deliberation, DeliberationStatus
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
 Behaviour = Callable[[AgentTurn], Awaitable[str]]
 

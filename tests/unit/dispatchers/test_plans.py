@@ -9,6 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from aggregates import Deliberation, Plan, deliberation_id, plan_deliberation_task_id, plan_id_of
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import (
     BadPlanMessage,
     PlanDispatcher,
@@ -17,8 +20,6 @@ from dispatchers.plans import (
     parse_plan_approval,
     request_deliberations,
 )
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
 NOW = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
 SEED_MESSAGE = {

@@ -25,9 +25,10 @@ from agent_runtime.api import (
 )
 from agent_runtime.checks import assess_candidates
 from aggregates import AgentId, Deliberation, DeliberationStatus, PeerReview
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
 
 def code(body: str, quality: int) -> str:

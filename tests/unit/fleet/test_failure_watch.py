@@ -10,13 +10,14 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
+from application.ports import FeedItem
+from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher
-from dispatchers.ports import FeedItem
-from fleet.application import FleetApplication
 from fleet.bootstrap import FleetNode
 from fleet.cli.commands.up import _until_stopped_or_failed
 from fleet.config import Settings
-from fleet.ledger import ApplicationDeliberationStore, ApplicationEventFeed
 
 
 class BrokenFeed:

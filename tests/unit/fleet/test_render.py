@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from application.timeline import TimelineEntry
 from fleet import render
-from fleet.timeline import TimelineEntry
 
 AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -44,11 +44,13 @@ def test_the_code_is_mypy_strict_clean() -> None:
     pkgs = [
         "aggregates",
         "natsio",
+        "application",
         "eventstore",
         "dispatchers",
         "projectors",
         "agent_runtime",
         "fleet",
+        "fleet_testing",
     ]
     pkgs.append("bench")
     out = subprocess.run(

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
 from aggregates import AgentId, CheckOutcome, Deliberation, PeerReview
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 POPO = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
 

@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from aggregates import Deliberation, DeliberationStatus
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 from projectors.cache import (
     DeliberationView,
     InMemoryDeliberationBoard,

@@ -1,7 +1,7 @@
 """Group commit in ApplicationDeliberationStore, on the in-memory (POPO) application.
 
 The checks are plain async functions taking the application(s), so the JetStream integration
-tests (tests/integration/dispatch/test_ledger_group_commit.py) run the very same ones.
+tests (tests/integration/application/test_group_commit.py) run the very same ones.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from aggregates import AgentId, Deliberation, DuplicateProposalError
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore, DeliberationNotFoundError
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore, DeliberationNotFoundError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,9 +7,9 @@ needed), so it also works when the API is down.
 from __future__ import annotations
 
 from aggregates import deliberation_id
-from fleet.application import FleetApplication
-from fleet.ledger import DeliberationNotFoundError
-from fleet.timeline import History, fold_history
+from application.app import FleetApplication
+from application.stores import DeliberationNotFoundError
+from application.timeline import History, fold_history
 
 
 def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> History:

@@ -36,8 +36,8 @@ from nats.js.api import ConsumerConfig, StreamConfig
 from nats.js.errors import NotFoundError
 
 from aggregates import InvalidDeliberationError
+from application.ports import PlanStore
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
-from dispatchers.ports import PlanStore
 from natsio import (
     DEAD_LETTER_PREFIX,
     DEAD_LETTER_STREAM,

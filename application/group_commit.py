@@ -41,7 +41,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
 
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

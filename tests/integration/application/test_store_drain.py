@@ -12,8 +12,8 @@ import logging
 import pytest
 
 from aggregates import Deliberation
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
 from tests.integration.eventstore.test_fleet_on_jetstream import _propose, _request
 
 pytestmark = pytest.mark.timeout(60)

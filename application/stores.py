@@ -1,9 +1,9 @@
 """The async face of the (sync) eventsourcing application: commands in, events out.
 
-``ApplicationDeliberationStore`` and ``ApplicationEventFeed`` implement the dispatcher's ports and
-serve the gRPC API.
+``ApplicationDeliberationStore`` implements ``application.ports.DeliberationStore`` and
+``PlanStore`` (the event feed beside it is ``application.feed``) and serves the gRPC API.
 
-Updates are group-committed (``fleet/_group_commit.py``): one writer task on the caller's loop
+Updates are group-committed (``application/group_commit.py``): one writer task on the caller's loop
 gathers whatever changes are queued while the previous group is being saved, applies them in
 order and saves each change's events as its own unit, all of them in one crossing to the event
 store (a one-event change is a plain conditional publish, not an atomic batch). Each caller gets
@@ -23,23 +23,19 @@ version, a history) are sync library calls: they run in worker threads.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import logging
-import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
-from eventsourcing.utils import get_topic
 
 from aggregates import Deliberation, Plan
-from dispatchers.ports import FeedItem
-from fleet._group_commit import CONFLICT_RETRIES, AggregateCache, GroupWriter
-from fleet.application import FleetApplication
+from application.app import FleetApplication
+from application.group_commit import CONFLICT_RETRIES, AggregateCache, GroupWriter
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -264,73 +260,3 @@ class ApplicationDeliberationStore:
         if not events:
             raise DeliberationNotFoundError(f"Deliberation {deliberation_id} not found")
         return events
-
-
-class ApplicationEventFeed:
-    """The application's notification log as async iterators (history, then live).
-
-    ``types`` narrows either to some event classes: the others are skipped by topic before they
-    are decoded into domain events, which is most of a notification's cost (a dispatcher needs
-    two kinds of event out of a dozen per deliberation).
-    """
-
-    def __init__(self, app: FleetApplication, *, page_size: int = 500) -> None:
-        self._app = app
-        self._page = page_size
-
-    async def history(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
-        recorder = self._app.recorder
-        topics = [get_topic(t) for t in types]
-        head = await asyncio.to_thread(recorder.max_notification_id) or 0
-        position = after
-        while position < head:
-            page = await asyncio.to_thread(
-                recorder.select_notifications, position + 1, self._page, head, topics
-            )
-            if not page:
-                return
-            for n in page:
-                yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
-            position = page[-1].id
-
-    async def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
-        topics = [get_topic(t) for t in types]
-        subscribe_async = getattr(self._app.recorder, "subscribe_async", None)
-        if subscribe_async is not None:
-            # On this loop's own connection: each event reaches us with no thread hand-off.
-            notifications = subscribe_async(gt=after, topics=topics)
-            try:
-                async for n in notifications:
-                    yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
-            finally:
-                await notifications.aclose()
-            return
-        async for item in self._follow_in_thread(after, topics):
-            yield item
-
-    async def _follow_in_thread(self, after: int, topics: list[str]) -> AsyncIterator[FeedItem]:
-        """The library's blocking subscription, read in a thread (recorders without an async
-        one: the in-memory recorder of the unit tests)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[FeedItem | BaseException] = asyncio.Queue()
-        subscription = self._app.recorder.subscribe(gt=after, topics=topics)
-
-        def pump() -> None:
-            try:
-                for n in subscription:
-                    item = FeedItem(n.id, self._app.mapper.to_domain_event(n))
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
-            except BaseException as e:  # handed to the async side, which raises it
-                with contextlib.suppress(RuntimeError):  # loop already closed
-                    loop.call_soon_threadsafe(queue.put_nowait, e)
-
-        thread = threading.Thread(target=pump, name="fleet-feed", daemon=True)
-        thread.start()
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            subscription.stop()

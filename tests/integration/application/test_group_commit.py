@@ -11,9 +11,9 @@ import pytest
 import pytest_asyncio
 from eventsourcing.persistence import OperationalError
 
-from fleet.application import FleetApplication
-from fleet.ledger import ApplicationDeliberationStore
-from tests.unit.fleet.test_ledger_group_commit import (
+from application.app import FleetApplication
+from application.stores import ApplicationDeliberationStore
+from tests.unit.application.test_group_commit import (
     check_a_created_aggregate_is_updated_without_a_replay,
     check_changes_in_order_each_land_after_the_ones_before,
     check_concurrent_updates_land_exactly_once,

@@ -26,7 +26,7 @@ from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation
-from dispatchers.ports import EventFeed, FeedItem
+from application.ports import EventFeed, FeedItem
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ In process::
     async with LoadGenServer(mode="instant") as lg:
         client_url = lg.url                # http://127.0.0.1:<free port>
 
-From a shell: ``python -m fleet.embedded.loadgen --port 8001 --mode instant [--delay 0.05]``.
+From a shell: ``python -m fleet_testing.loadgen --port 8001 --mode instant [--delay 0.05]``.
 """
 
 from __future__ import annotations
@@ -340,7 +340,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m fleet.embedded.loadgen --port P --mode instant``: serve until SIGINT/SIGTERM."""
+    """``python -m fleet_testing.loadgen --port P --mode instant``: serve until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description="OpenAI-compatible load generator (not a model)")
     parser.add_argument("--host", default=LOOPBACK)
     parser.add_argument("--port", type=int, default=None)

@@ -1,0 +1,15 @@
+"""The service layer over the eventsourcing ``Application``: commands in, events out, and the
+reads that replay them.
+
+* ``app``: ``FleetApplication``, the only writer of events (repository, mapper, recorder);
+* ``stores``: the deliberation and plan stores, with the unit of work and its group commit
+  (``group_commit``);
+* ``feed``: the notification log as async iterators (history, then live);
+* ``ports``: the Protocols the dispatchers and the API are written against;
+* the read side that needs nothing but the events: ``timeline`` (a deliberation's history as
+  rows), ``replay`` (a fold to any version), ``watch`` (one feed subscription fanned out to every
+  watcher).
+
+It imports aggregates and the eventsourcing library (the event store is chosen by the library's
+``PERSISTENCE_MODULE`` setting) and nothing above it.
+"""
