@@ -63,6 +63,7 @@ from agent_runtime.api import (
     Sampling,
 )
 from aggregates import (
+    AgentAnswer,
     AgentId,
     DeadlineNotReachedError,
     Deliberation,
@@ -475,40 +476,25 @@ class DeliberationDispatcher:
             self._answer(d, _agent_failed(agent, round_no, f"{type(e).__name__}: {e}"))
             return
         s = turn.sampling
+        answer = AgentAnswer(
+            content=result.content,
+            model=result.model,
+            tokens=result.completion_tokens,
+            latency_ms=result.latency_ms,
+            prompt_tokens=result.prompt_tokens,
+            temperature=s.temperature,
+            seed=s.seed,
+            persona=s.persona,
+            thinking_retried=result.thinking_retried,
+        )
         if round_no == 0:
-            self._answer(
-                d,
-                lambda d: d.receive_proposal(
-                    agent_id=agent,
-                    round=0,
-                    content=result.content,
-                    model=result.model,
-                    tokens=result.completion_tokens,
-                    latency_ms=result.latency_ms,
-                    prompt_tokens=result.prompt_tokens,
-                    temperature=s.temperature,
-                    seed=s.seed,
-                    persona=s.persona,
-                    thinking_retried=result.thinking_retried,
-                ),
-            )
+            self._answer(d, lambda d: d.receive_proposal(agent_id=agent, round=0, answer=answer))
             return
         addressed = sorted({rv.reviewer for rv in d.critiques_of(agent, round_no)})
         self._answer(
             d,
             lambda d: d.revise_proposal(
-                agent_id=agent,
-                round=round_no,
-                content=result.content,
-                model=result.model,
-                tokens=result.completion_tokens,
-                latency_ms=result.latency_ms,
-                prompt_tokens=result.prompt_tokens,
-                temperature=s.temperature,
-                seed=s.seed,
-                persona=s.persona,
-                addressed=addressed,
-                thinking_retried=result.thinking_retried,
+                agent_id=agent, round=round_no, answer=answer, addressed=addressed
             ),
         )
 
