@@ -303,25 +303,3 @@ async def test_a_created_aggregate_is_updated_without_a_replay() -> None:
 async def test_get_is_never_stale_after_another_writer() -> None:
     app = popo()
     await check_get_is_never_stale_after_another_writer(app, app)
-
-
-async def test_without_group_commit_changes_in_order_behave_the_same() -> None:
-    app = popo()
-    store = ApplicationDeliberationStore(app, group_commit=False)
-    d = await started(store)
-    a, b, _ = d.agents
-
-    def fails(x: Deliberation) -> None:
-        raise ValueError("no")
-
-    with pytest.raises(ValueError):
-        await store.update_in_order(d.id, [propose(b), fails, propose(a)])
-    assert proposals_in_history(await store.history(d.id)) == [b, a]
-
-
-async def test_without_group_commit_updates_save_one_by_one() -> None:
-    store = ApplicationDeliberationStore(popo(), group_commit=False)
-    d = await started(store)
-    await asyncio.gather(*(store.update(d.id, propose(a)) for a in d.agents))
-    assert store.groups_committed == 0
-    assert sorted(proposals_in_history(await store.history(d.id))) == sorted(d.agents)
