@@ -62,10 +62,12 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment, EnvType, resolve_topic
 
+from eventstore._caller_loops import CallerLoops
 from eventstore._codec import decode, encode, subject_token, topic
 from eventstore._errors import OutcomeUnknownError, translate
-from eventstore._loop import CallerLoops, LoopThread, RunningLoops
+from eventstore._loop_thread import LoopThread
 from eventstore._records import MAX_BATCH, Row, StreamSettings, Write
+from eventstore._running_loops import RunningLoops
 from eventstore._stream import JetStreamLog
 
 __all__ = [
