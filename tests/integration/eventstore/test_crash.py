@@ -18,7 +18,7 @@ import pytest
 from eventsourcing.application import Application
 from eventsourcing.persistence import OperationalError
 
-from eventstore._stream import _RESOLVE_WINDOW
+from eventstore._lost_acks import _RESOLVE_WINDOW
 from fleet.embedded.nats import NatsServer
 from tests.integration.eventstore._worker import Ledger
 
