@@ -1,11 +1,9 @@
 """RPCs about the node itself: status and projection lag, projection rebuild and verification.
 
-Extras read from ``ApiServices.extras``: ``"projections"`` (a
-``fleet.projection_service.ProjectionControl``: this node's projections, or those of the node that
-runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
-``"endpoints"`` (``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally,
-``"in_flight"`` (an async callable returning how many deliberations are open:
-``DeliberationListing.count_open``).
+Parts read from ``ApiServices``: ``projections`` (this node's projections, or those of the node
+that runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
+``endpoints`` (shown by GetStatus) and ``listing`` (GetStatus counts the open deliberations with
+it).
 
 Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
 stores: the embedded graph is a directory only one process may open, and the runner's fence is
@@ -33,8 +31,7 @@ class StatusRpcs:
     services: ApiServices
 
     def _projections(self) -> ProjectionControl | None:
-        control: ProjectionControl | None = self.services.extras.get("projections")
-        return control
+        return self.services.projections
 
     def _required(self) -> ProjectionControl:
         control = self._projections()
@@ -56,12 +53,12 @@ class StatusRpcs:
                     lag_events=r.lag_events,
                     lag_seconds=r.lag_seconds,
                 )
-        endpoints = self.services.extras.get("endpoints")
+        endpoints = self.services.endpoints
         if endpoints is not None:
             resp.endpoints.update({k: str(v) for k, v in vars(endpoints).items() if v})
-        in_flight = self.services.extras.get("in_flight")
-        if callable(in_flight):
-            resp.deliberations_in_flight = int(await in_flight())
+        listing = self.services.listing
+        if listing is not None:
+            resp.deliberations_in_flight = await listing.count_open()
         return resp
 
     @translated
