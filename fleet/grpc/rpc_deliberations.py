@@ -9,22 +9,19 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, TypeAlias, TypeVar
-
-import grpc
+from typing import TypeVar
 
 from aggregates import Deliberation, deliberation_id
 from application.stores import DeliberationNotFoundError
 from application.watch import ProgressTracker
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated, translated_stream
+from fleet.grpc._errors import Ctx, translated, translated_stream
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import ServiceUnavailableError
 from fleet.telemetry import current_traceparent
 
 log = logging.getLogger(__name__)
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 P = TypeVar("P")
 
 

@@ -10,17 +10,11 @@ The deliberations are shaped by ``ApiServices.plan_options``, as the plan dispat
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
-
-import grpc
-
 from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated
+from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 class PlanRpcs:
