@@ -16,13 +16,14 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-from fleet.cli._common import CliError, console, data_dir, settings
+from fleet.cli._common import CliError, Subparsers, console, data_dir, settings
 
 if TYPE_CHECKING:
+    from agent_runtime._nats_wire import QueueNames
     from fleet.config import Settings
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "worker",
         help="serve agent calls from the NATS work queue (the nats agent backend)",
@@ -58,7 +59,11 @@ def _roles(raw: list[str] | None) -> list[str]:
 
 
 async def _serve_metrics(
-    stack: contextlib.AsyncExitStack, s: Settings, nats_url: str, names: Any, roles: list[str]
+    stack: contextlib.AsyncExitStack,
+    s: Settings,
+    nats_url: str,
+    names: QueueNames,
+    roles: list[str],
 ) -> str:
     """With ``FLEET_METRICS_PORT``: /metrics with the served roles' pending calls; where."""
     if not s.metrics_port:
