@@ -27,10 +27,9 @@ from collections.abc import Sequence
 
 import nats
 
-from agent_runtime._nats_wire import QueueNames
 from agent_runtime.api import AgentRuntime
 from agent_runtime.council import CouncilMember, EndpointConfig, LocalAgentRuntime
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_runtime import NatsAgentRuntime, QueueNames
 from agent_runtime.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
