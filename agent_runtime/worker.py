@@ -12,10 +12,18 @@ Delivery is explicit, and the rules are:
   dies in between leaves the work to be redelivered; the second answer is dropped by the results
   stream's dedupe (same ``Nats-Msg-Id``) or by the caller, and the aggregate refuses a second
   answer for the same (agent, round) in any case.
-* **Alive means heart-beating.** While a call runs the worker sends ``in_progress`` every third
-  of the ack wait, so the ack wait can be short (seconds) however long a model call takes; a
-  worker that is SIGKILLed or stalls stops heart-beating and its work is redelivered to another
-  worker after the ack wait.
+* **Alive means heart-beating.** While a call runs, and until its answer is stored, the worker
+  sends ``in_progress`` every third of the ack wait (``DEFAULT_ACK_WAIT_S``: 3 s, so a beat a
+  second), so the ack wait can be short however long a model call takes; a worker that is
+  SIGKILLed or stalls stops heart-beating and its work is redelivered to another worker within
+  the ack wait. A beat that fails (the server restarting) does not end the beating: the next one
+  is sent on time. A beat that comes later than the whole ack wait (a loop stalled that long) is
+  logged: the call may be running twice, which costs a call, never a second recorded answer.
+* **A store that fails for a while is retried in place.** When the results stream cannot take an
+  answer (nats-server restarting, a stream without quorum), the worker keeps the delivery,
+  heart-beating, and retries the store with a short back-off (``STORE_RETRY_MAX_S``) until it is
+  stored or the call's deadline passes: the answer is not thrown away, no model call is repeated
+  and no delivery of ``max_deliver`` is spent.
 * **A failure is retried elsewhere, then dead-lettered.** A failed call (the model endpoint's
   error after the client's own retries, or an unexpected error) is nak'ed with back-off, so the
   next attempt may land on a worker with a healthy path to the endpoint. On the ``max_deliver``-th
@@ -77,13 +85,19 @@ from agent_runtime.nats_runtime import ensure_streams
 from lifecycle import BackgroundService
 from natsio import DEAD_LETTER_STREAM, dead_letter_stream_config, ensure_stream
 
-__all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
+__all__ = ["DEFAULT_ACK_WAIT_S", "AgentWorker", "CallExecutor", "WorkerStats"]
 
 log = logging.getLogger(__name__)
 
 _ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MAX_FETCHERS = 8
 """Pull subscriptions per worker (see ``run``)."""
+DEFAULT_ACK_WAIT_S = 3.0
+"""How long a silent delivery stays with its worker (``FLEET_WORKER_ACK_WAIT``). Workers beat
+every third of it, so a killed worker's call is redelivered 2-3 s after its last beat, and a
+live worker's loop may stall for ~2 s (two beats) before its call is handed to another."""
+STORE_RETRY_MAX_S = 1.0
+"""The longest pause between attempts to store an answer the results stream refused."""
 _TASK_PREFIX = "deliberation:"
 """A task named ``deliberation:<id>`` logs with that id (``fleet.logs``' documented hook)."""
 
@@ -141,7 +155,7 @@ class AgentWorker(BackgroundService):
         executor: CallExecutor,
         *,
         concurrency: int = 8,
-        ack_wait_s: float = 30.0,
+        ack_wait_s: float = DEFAULT_ACK_WAIT_S,
         max_deliver: int = 3,
         retry_delay_s: float = 1.0,
         drain_s: float = 10.0,
@@ -280,8 +294,18 @@ class AgentWorker(BackgroundService):
             reason = f"{work.kind} {work.key}: deadline passed before a worker could run it"
             await self._answer(msg, work, None, error=reason)
             return
+        # Beats until the answer is stored, not only while the model runs: a store retried
+        # through a server restart must not lose the delivery to another worker meanwhile.
+        beat = asyncio.create_task(self._heartbeat(msg, work))
+        try:
+            await self._serve_beating(msg, work, remaining, deliveries)
+        finally:
+            beat.cancel()
+
+    async def _serve_beating(
+        self, msg: Msg, work: WorkMessage, remaining: float, deliveries: int
+    ) -> None:
         self.stats.in_flight += 1
-        beat = asyncio.create_task(self._heartbeat(msg))
         try:
             body = await self._execute(work, remaining)
             error = ""
@@ -290,7 +314,6 @@ class AgentWorker(BackgroundService):
         except Exception as e:  # a bug or a poisoned body: retried, then dead-lettered, named
             body, error = None, f"{work.kind} {work.key}: {type(e).__name__}: {e}"
         finally:
-            beat.cancel()
             self.stats.in_flight -= 1
         if not error:
             await self._answer(msg, work, body)
@@ -328,11 +351,36 @@ class AgentWorker(BackgroundService):
         job = asyncio.to_thread(ex.assess, assessment)
         return encode(await asyncio.wait_for(job, remaining_s))
 
-    async def _heartbeat(self, msg: Msg) -> None:
-        with contextlib.suppress(NatsError):
-            while True:
-                await asyncio.sleep(self.ack_wait_s / 3)
+    async def _heartbeat(self, msg: Msg, work: WorkMessage) -> None:
+        """``in_progress`` every third of the ack wait until cancelled.
+
+        A failed beat (the connection is down) is not the end: the next is sent on time, so the
+        delivery stays here once the server is back. A beat later than the whole ack wait means
+        this loop stalled that long: JetStream may have handed the call to another worker.
+        """
+        loop = asyncio.get_running_loop()
+        period = self.ack_wait_s / 3
+        last = loop.time()
+        while True:
+            await asyncio.sleep(period)
+            now = loop.time()
+            if now - last > self.ack_wait_s:
+                log.warning(
+                    "worker %s: %s %s heart-beat %.1f s after the last one, past the %.1f s ack "
+                    "wait (a stalled loop or a paused process): the call may be redelivered and "
+                    "run twice; raise FLEET_WORKER_ACK_WAIT if this recurs",
+                    self.worker_id,
+                    work.kind,
+                    work.key,
+                    now - last,
+                    self.ack_wait_s,
+                    extra=_about(work.deliberation_id),
+                )
+            last = now
+            try:
                 await msg.in_progress()
+            except NatsError as e:
+                log.debug("worker %s: heart-beat for %s not sent: %s", self.worker_id, work.key, e)
 
     async def _answer(
         self,
@@ -356,7 +404,7 @@ class AgentWorker(BackgroundService):
             attempt=work.attempt,
         )
         try:
-            stored = await self._publish_result(result)  # returns once JetStream has stored it
+            stored = await self._store_result(result, work)  # once JetStream has stored it
             if msg.reply:
                 # A lost ack costs a redelivery whose answer the results stream dedupes.
                 await msg.ack()
@@ -378,6 +426,32 @@ class AgentWorker(BackgroundService):
             self.stats.failed += 1
         else:
             self.stats.answered += 1
+
+    async def _store_result(self, result: ResultMessage, work: WorkMessage) -> PubAck:
+        """Publish ``result``, retrying in place while the stream refuses it for a while.
+
+        The delivery stays with this worker meanwhile (the caller's heart-beat runs), so a
+        nats-server restart costs seconds, not a repeated model call nor a spent delivery.
+        Gives up (raising the last error) at the call's deadline, when nobody waits any more,
+        or when the worker shuts down.
+        """
+        delay = 0.05
+        while True:
+            try:
+                return await self._publish_result(result)
+            except (NatsError, TimeoutError) as e:
+                if self._stopped or time.time() + delay >= work.deadline:
+                    raise
+                log.info(
+                    "worker %s: result for %s not stored yet (%s); retrying in %.2f s",
+                    self.worker_id,
+                    work.key,
+                    e,
+                    delay,
+                    extra=_about(work.deliberation_id),
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, STORE_RETRY_MAX_S)
 
     async def _publish_result(self, result: ResultMessage) -> PubAck:
         """Store ``result``; a second answer to one call is refused by the stream's dedupe."""

@@ -151,7 +151,7 @@ async def test_work_past_its_deadline_is_answered_expired_without_calling_the_mo
 class _StalledWorker(AgentWorker):
     """A worker that stops heart-beating: each delivery looks like a worker that died."""
 
-    async def _heartbeat(self, msg: Any) -> None:
+    async def _heartbeat(self, msg: Any, work: Any) -> None:
         return None
 
 
