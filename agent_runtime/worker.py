@@ -23,7 +23,14 @@ Delivery is explicit, and the rules are:
   answer (nats-server restarting, a stream without quorum), the worker keeps the delivery,
   heart-beating, and retries the store with a short back-off (``STORE_RETRY_MAX_S``) until it is
   stored or the call's deadline passes: the answer is not thrown away, no model call is repeated
-  and no delivery of ``max_deliver`` is spent.
+  and no delivery of ``max_deliver`` is spent by a nak.
+* **A call comes back to the worker running it: it is not run twice.** A stall past the ack wait
+  hands a call back, and so does a beat or an ack lost while nats-server restarts: JetStream
+  takes a moment to recover its streams after the server accepts connections again, and what
+  reaches it meanwhile is dropped (seen in the restart test: a call answered and acked was
+  delivered again at its ack wait). A delivery of a call this worker is still running joins
+  that call (beating for it, acked with its answer); one of a call it has answered already is
+  acked at once. Another worker that gets it runs it again, and its answer is dropped as above.
 * **A failure is retried elsewhere, then dead-lettered.** A failed call (the model endpoint's
   error after the client's own retries, or an unexpected error) is nak'ed with back-off, so the
   next attempt may land on a worker with a healthy path to the endpoint. On the ``max_deliver``-th
@@ -50,6 +57,7 @@ once), or ``async with``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
@@ -98,6 +106,8 @@ every third of it, so a killed worker's call is redelivered 2-3 s after its last
 live worker's loop may stall for ~2 s (two beats) before its call is handed to another."""
 STORE_RETRY_MAX_S = 1.0
 """The longest pause between attempts to store an answer the results stream refused."""
+_ANSWERED_KEPT = 4096
+"""Stream sequences of answered calls a worker remembers (a late redelivery of one is acked)."""
 _TASK_PREFIX = "deliberation:"
 """A task named ``deliberation:<id>`` logs with that id (``fleet.logs``' documented hook)."""
 
@@ -182,6 +192,10 @@ class AgentWorker(BackgroundService):
         self._replicas = replicas
         self._slots = asyncio.Semaphore(concurrency)
         self._calls: dict[asyncio.Task[None], Msg] = {}
+        self._running: dict[int, asyncio.Future[bool]] = {}
+        """Calls being run, by stream sequence: a redelivery of one joins it (``_joined``)."""
+        self._answered: collections.OrderedDict[int, None] = collections.OrderedDict()
+        """The latest calls answered here, by stream sequence: a delivery of one is stale."""
         self._advisories: Any = None
         self._subs: list[Any] = []
         self._stopped = False
@@ -288,6 +302,15 @@ class AgentWorker(BackgroundService):
         task = asyncio.current_task()
         if task is not None and work.deliberation_id:
             task.set_name(f"{_TASK_PREFIX}{work.deliberation_id}")
+        seq = msg.metadata.sequence.stream
+        if seq in self._answered:  # a delivery sent before our ack landed: ours is stored
+            log.info("worker %s: %s %s answered here already", self.worker_id, work.kind, work.key)
+            with contextlib.suppress(NatsError):
+                await msg.ack()
+            return
+        running = self._running.get(seq)
+        if running is not None and await self._joined(msg, work, running):
+            return
         remaining = work.deadline - time.time()
         if remaining <= 0:
             self.stats.expired += 1
@@ -297,14 +320,50 @@ class AgentWorker(BackgroundService):
         # Beats until the answer is stored, not only while the model runs: a store retried
         # through a server restart must not lose the delivery to another worker meanwhile.
         beat = asyncio.create_task(self._heartbeat(msg, work))
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._running[seq] = done
+        answered = False
         try:
-            await self._serve_beating(msg, work, remaining, deliveries)
+            answered = await self._serve_beating(msg, work, remaining, deliveries)
         finally:
             beat.cancel()
+            if self._running.get(seq) is done:
+                del self._running[seq]
+            done.set_result(answered)
+            if answered:
+                self._answered[seq] = None
+                while len(self._answered) > _ANSWERED_KEPT:
+                    self._answered.popitem(last=False)
+
+    async def _joined(self, msg: Msg, work: WorkMessage, running: asyncio.Future[bool]) -> bool:
+        """Whether a redelivery of a call this worker still runs was answered by that call.
+
+        JetStream hands a call back after a stall past the ack wait, or when beats were lost
+        while nats-server restarted; when the delivery comes back to the worker still running
+        the call, it beats for it too and waits for that call rather than asking the model
+        again. Stored: this delivery is acked with it (True). Otherwise (a failure nak'ed for a
+        retry, a store given up) it is served as usual.
+        """
+        log.info(
+            "worker %s: %s %s redelivered while this worker still runs it: joining that call",
+            self.worker_id,
+            work.kind,
+            work.key,
+        )
+        beat = asyncio.create_task(self._heartbeat(msg, work))
+        try:
+            answered = await asyncio.shield(running)
+        finally:
+            beat.cancel()
+        if answered:
+            with contextlib.suppress(NatsError):
+                await msg.ack()
+        return answered
 
     async def _serve_beating(
         self, msg: Msg, work: WorkMessage, remaining: float, deliveries: int
-    ) -> None:
+    ) -> bool:
+        """Run the call and answer it; whether an answer (or a final failure) was stored."""
         self.stats.in_flight += 1
         try:
             body = await self._execute(work, remaining)
@@ -316,8 +375,7 @@ class AgentWorker(BackgroundService):
         finally:
             self.stats.in_flight -= 1
         if not error:
-            await self._answer(msg, work, body)
-            return
+            return await self._answer(msg, work, body)
         if deliveries < self.max_deliver and work.deadline - time.time() > 0:
             self.stats.retried += 1
             delay = min(self._retry_delay_s * 2 ** (deliveries - 1), 30.0)
@@ -332,9 +390,9 @@ class AgentWorker(BackgroundService):
             )
             with contextlib.suppress(NatsError):
                 await msg.nak(delay=delay)
-            return
+            return False
         reason = f"{error} (attempt {deliveries} of {self.max_deliver})"
-        await self._dead_letter(msg, work, reason)
+        return await self._dead_letter(msg, work, reason)
 
     async def _execute(self, work: WorkMessage, remaining_s: float) -> Any:
         ex = self._executor
@@ -390,8 +448,8 @@ class AgentWorker(BackgroundService):
         *,
         error: str = "",
         dead_lettered: bool = False,
-    ) -> None:
-        """Store the result, then (only then) ack the work."""
+    ) -> bool:
+        """Store the result, then (only then) ack the work; whether it was stored."""
         result = ResultMessage(
             kind=work.kind,
             key=work.key,
@@ -411,7 +469,7 @@ class AgentWorker(BackgroundService):
         except (NatsError, TimeoutError) as e:
             # Not stored or not acked: the ack wait hands the work to another attempt.
             log.warning("worker %s: result for %s not stored: %s", self.worker_id, work.key, e)
-            return
+            return False
         if stored.duplicate:  # the call ran twice: worth knowing (a stall past the ack wait)
             # Not a loss: the first answer is stored and its caller reads it from the results
             # stream (``NatsAgentRuntime`` looks there before and after queuing a call).
@@ -426,6 +484,7 @@ class AgentWorker(BackgroundService):
             self.stats.failed += 1
         else:
             self.stats.answered += 1
+        return True
 
     async def _store_result(self, result: ResultMessage, work: WorkMessage) -> PubAck:
         """Publish ``result``, retrying in place while the stream refuses it for a while.
@@ -461,18 +520,19 @@ class AgentWorker(BackgroundService):
             headers={"Nats-Msg-Id": result.msg_id},
         )
 
-    async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> None:
-        """Park the work with its reason, answer the caller with that reason, drop the work."""
+    async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> bool:
+        """Park the work with its reason, answer the caller with that reason, drop the work;
+        whether the answer was stored."""
         meta = msg.metadata
         d_id = work.deliberation_id if work is not None else ""
         await self._park(
             msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason, d_id
         )
         if work is not None:
-            await self._answer(msg, work, None, error=reason, dead_lettered=True)
-        else:
-            with contextlib.suppress(NatsError):
-                await msg.term()
+            return await self._answer(msg, work, None, error=reason, dead_lettered=True)
+        with contextlib.suppress(NatsError):
+            await msg.term()
+        return False
 
     async def _park(
         self, data: bytes, subject: str, seq: int, deliveries: int, reason: str, d_id: str

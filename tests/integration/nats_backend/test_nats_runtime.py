@@ -154,6 +154,9 @@ class _StalledWorker(AgentWorker):
     async def _heartbeat(self, msg: Any, work: Any) -> None:
         return None
 
+    async def _joined(self, msg: Any, work: Any, running: Any) -> bool:
+        return False  # as another worker would: it does not hold the dead one's call
+
 
 async def test_a_call_whose_workers_keep_dying_is_parked_by_the_advisory(
     nc: NATS, names: QueueNames, runtime: NatsAgentRuntime, start_worker: WorkerFactory
