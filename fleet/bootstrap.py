@@ -241,18 +241,23 @@ class FleetNode:
             # The embedded graph is one process's alone (a file lock), and a graph of our own
             # would be a private, empty one: read the projectors' graph through their node.
             self.endpoints.graph = f"nats:{subject(s.stream, 'query')}"
+        lease_ms = round(s.projection_lease_s * 1000)
         runners = []
         if graph is not None:
             self._stack.callback(graph.close)
             projection = GraphProjection(graph)
-            runners.append(ProjectorRunner(self.app, projection, retry_on=_graph_down()))
+            runners.append(
+                ProjectorRunner(self.app, projection, retry_on=_graph_down(), lease_ms=lease_ms)
+            )
 
         board = await asyncio.to_thread(self._connect_cache)
         if board is not None:
             import valkey.exceptions as vx
 
             down = (vx.ConnectionError, vx.TimeoutError)
-            runners.append(ProjectorRunner(self.app, CacheProjection(board), retry_on=down))
+            runners.append(
+                ProjectorRunner(self.app, CacheProjection(board), retry_on=down, lease_ms=lease_ms)
+            )
         if projects:  # an API-only replica reads, never projects
             for r in runners:
                 r.start()

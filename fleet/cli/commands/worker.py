@@ -38,7 +38,11 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--llm-url", help="OpenAI-compatible endpoint; default VLLM_URL or `fleet up`'s")
     p.add_argument("--model", help="model to request when a call names none")
     p.add_argument("--stream", help="the event stream the queue belongs to (FLEET_STREAM)")
-    p.add_argument("--ack-wait", type=float, help="seconds before a silent call is redelivered")
+    p.add_argument(
+        "--ack-wait",
+        type=float,
+        help="seconds before a silent call is redelivered (FLEET_WORKER_ACK_WAIT, default 3)",
+    )
     p.add_argument("--max-deliver", type=int, help="deliveries before a call is dead-lettered")
     p.add_argument("--drain", type=float, default=10.0, help="seconds to finish on SIGTERM")
     p.add_argument("--data-dir", help="where a local `fleet up` keeps its data (default .fleet)")
