@@ -52,6 +52,11 @@ inside the call carry it too), and lines logged outside that task pass it as the
 Loop affinity: the loop that runs ``run``. Lifecycle: ``await run()`` until ``await shutdown()``
 (in-flight calls get ``drain_s`` to finish; the rest are nak'ed so another worker takes them at
 once), or ``async with``.
+
+Parking work on the dead-letter stream, and the max-deliveries advisory, are
+``_worker_parking``'s. (Over 400 lines on purpose: serving one delivery, from its claim through
+the heart-beats and the join of a redelivered call to the stored answer and its ack, is one
+sequence whose steps share the worker's in-flight state, and reads best in one place.)
 """
 
 from __future__ import annotations
@@ -60,7 +65,6 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import socket
@@ -80,6 +84,12 @@ from agent_runtime._nats_wire import (
     decode,
     encode,
 )
+from agent_runtime._worker_parking import (
+    MAX_DELIVERIES_ADVISORY,
+    WorkerStats,
+    WorkParking,
+    about,
+)
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -97,7 +107,6 @@ __all__ = ["DEFAULT_ACK_WAIT_S", "AgentWorker", "CallExecutor", "WorkerStats"]
 
 log = logging.getLogger(__name__)
 
-_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MAX_FETCHERS = 8
 """Pull subscriptions per worker (see ``run``)."""
 DEFAULT_ACK_WAIT_S = 3.0
@@ -112,11 +121,6 @@ _TASK_PREFIX = "deliberation:"
 """A task named ``deliberation:<id>`` logs with that id (``fleet.logs``' documented hook)."""
 
 
-def _about(deliberation_id: str) -> dict[str, str]:
-    """``extra`` for a line logged outside the call's task: the id ``fleet.logs`` prints."""
-    return {"deliberation_id": deliberation_id} if deliberation_id else {}
-
-
 class CallExecutor(Protocol):
     """What runs a call: ``council.CouncilMember`` (one per role) satisfies it."""
 
@@ -127,18 +131,6 @@ class CallExecutor(Protocol):
     def assess(self, request: AssessmentInput) -> list[Assessment]: ...
 
     async def close(self) -> None: ...
-
-
-@dataclasses.dataclass
-class WorkerStats:
-    answered: int = 0
-    failed: int = 0
-    """Failure results published (final attempt, dead letter, or expired)."""
-    retried: int = 0
-    """Deliveries nak'ed for another attempt."""
-    dead_lettered: int = 0
-    expired: int = 0
-    in_flight: int = 0
 
 
 class AgentWorker(BackgroundService):
@@ -200,6 +192,15 @@ class AgentWorker(BackgroundService):
         self._subs: list[Any] = []
         self._stopped = False
         self.stats = WorkerStats()
+        self._parking = WorkParking(
+            self._js,
+            names,
+            self.role,
+            self.worker_id,
+            max_deliver,
+            self._publish_result,
+            self.stats,
+        )
 
     @property
     def durable(self) -> str:
@@ -238,9 +239,9 @@ class AgentWorker(BackgroundService):
         """Consume until shut down."""
         await self.ensure()
         self._advisories = await self._nc.subscribe(
-            f"{_ADVISORY}.{self.names.work_stream}.{self.durable}",
+            f"{MAX_DELIVERIES_ADVISORY}.{self.names.work_stream}.{self.durable}",
             queue=f"fleet-dlq-{self.durable}",
-            cb=self._on_max_deliveries,
+            cb=self._parking.on_max_deliveries,
         )
         # Several fetchers, each pulling one message at a time for a slot it already holds: a
         # pull is a round trip, so one fetcher would cap a worker at ~1/RTT calls/s, and a
@@ -287,7 +288,7 @@ class AgentWorker(BackgroundService):
             name = task.get_name()
             d_id = name[len(_TASK_PREFIX) :] if name.startswith(_TASK_PREFIX) else ""
             log.error(
-                "worker %s: call crashed: %r", self.worker_id, task.exception(), extra=_about(d_id)
+                "worker %s: call crashed: %r", self.worker_id, task.exception(), extra=about(d_id)
             )
 
     # -- one delivery
@@ -432,7 +433,7 @@ class AgentWorker(BackgroundService):
                     work.key,
                     now - last,
                     self.ack_wait_s,
-                    extra=_about(work.deliberation_id),
+                    extra=about(work.deliberation_id),
                 )
             last = now
             try:
@@ -507,7 +508,7 @@ class AgentWorker(BackgroundService):
                     work.key,
                     e,
                     delay,
-                    extra=_about(work.deliberation_id),
+                    extra=about(work.deliberation_id),
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, STORE_RETRY_MAX_S)
@@ -525,7 +526,7 @@ class AgentWorker(BackgroundService):
         whether the answer was stored."""
         meta = msg.metadata
         d_id = work.deliberation_id if work is not None else ""
-        await self._park(
+        await self._parking.park(
             msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason, d_id
         )
         if work is not None:
@@ -533,70 +534,6 @@ class AgentWorker(BackgroundService):
         with contextlib.suppress(NatsError):
             await msg.term()
         return False
-
-    async def _park(
-        self, data: bytes, subject: str, seq: int, deliveries: int, reason: str, d_id: str
-    ) -> None:
-        log.warning(
-            "worker %s: work %s#%d dead-lettered: %s",
-            self.worker_id,
-            subject,
-            seq,
-            reason,
-            extra=_about(d_id),
-        )
-        headers = {
-            "Fleet-Dead-Letter-Reason": reason[:1000],
-            "Fleet-Original-Subject": subject,
-            "Fleet-Original-Sequence": str(seq),
-            "Fleet-Deliveries": str(deliveries),
-            "Nats-Msg-Id": f"dlq:{self.names.work_stream}:{seq}",
-        }
-        await self._js.publish(self.names.dead_letter_subject(self.role), data, headers=headers)
-        self.stats.dead_lettered += 1
-
-    async def _on_max_deliveries(self, advisory: Msg) -> None:
-        """Every attempt's worker died or stalled: park the work and answer its caller."""
-        try:
-            info = json.loads(advisory.data)
-            seq = int(info["stream_seq"])
-            deliveries = int(info.get("deliveries") or self.max_deliver)
-            raw = await self._js.get_msg(self.names.work_stream, seq)
-        except (ValueError, KeyError, NotFoundError, NatsError, TimeoutError) as e:
-            log.debug("worker %s: max-deliveries advisory not handled: %s", self.worker_id, e)
-            return
-        reason = (
-            f"delivered {deliveries} times with no answer: every worker that took it died or "
-            "stalled mid-call"
-        )
-        data = raw.data or b""
-        try:
-            work = WorkMessage.from_bytes(data)
-            reason = f"{work.kind} {work.key}: {reason}"
-        except (ValueError, KeyError, TypeError):
-            work = None
-        d_id = work.deliberation_id if work is not None else ""
-        try:
-            await self._park(data, raw.subject or "", seq, deliveries, reason, d_id)
-            if work is not None:
-                await self._publish_result(
-                    ResultMessage(
-                        work.kind,
-                        work.key,
-                        ok=False,
-                        error=reason,
-                        worker=self.worker_id,
-                        deliveries=deliveries,
-                        dead_lettered=True,
-                        attempt=work.attempt,
-                    )
-                )
-                self.stats.failed += 1
-            await self._js.delete_msg(self.names.work_stream, seq)
-        except (NatsError, TimeoutError, NotFoundError) as e:
-            log.warning(
-                "worker %s: could not park work #%d: %s", self.worker_id, seq, e, extra=_about(d_id)
-            )
 
     # -- lifecycle
 
