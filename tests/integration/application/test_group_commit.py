@@ -13,7 +13,7 @@ from eventsourcing.persistence import OperationalError
 
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
-from tests.unit.application.test_group_commit import (
+from tests.support.group_commit_contract import (
     check_a_created_aggregate_is_updated_without_a_replay,
     check_changes_in_order_each_land_after_the_ones_before,
     check_concurrent_updates_land_exactly_once,

@@ -16,7 +16,6 @@ from typing import Any
 import nats
 import pytest
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
     DataError,
     IntegrityError,
@@ -30,6 +29,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from eventstore._codec import decode
 from eventstore.jetstream import JetStreamFactory, OutcomeUnknownError
 from fleet.embedded.nats import NatsServer
+from tests.support.aggregates import Counter
 
 
 @pytest.fixture(params=["own", "crossing"])
@@ -175,19 +175,6 @@ def test_reads_through_the_stream_leader(factory: JetStreamFactory) -> None:
     assert recorder.max_notification_id() == 2
     assert recorder.max_tracking_id("up") == 3
     assert [e.originator_version for e in recorder.select_events(oid, desc=True, limit=1)] == [2]
-
-
-class Counter(Aggregate):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def increment(self) -> None:
-        self.trigger_event(self.Incremented)
-
-    class Incremented(Aggregate.Event):
-        def apply(self, aggregate: Aggregate) -> None:
-            assert isinstance(aggregate, Counter)
-            aggregate.count += 1
 
 
 def test_an_undecodable_message_is_named_and_other_aggregates_still_load(
