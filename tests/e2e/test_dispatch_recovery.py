@@ -22,6 +22,7 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -77,7 +78,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             return list(await store.history(d_id))
 
         # 1. kill during round 0: calls are in flight, nothing or part of round 0 recorded
-        await _until(lambda: lg.counters.calls >= 3)
+        await eventually(lambda: lg.counters.calls >= 3, timeout=30.0)
         procs[0].kill()
         round0 = [count(await events(i), Deliberation.ProposalReceived) for i in ids]
         assert sum(round0) < 3 * N, "round 0 finished before the kill: make the delay longer"
@@ -92,7 +93,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
 
         try:
             # Generous: a fresh clone's first child process compiles every module first.
-            await _until(in_round_1, timeout=120)
+            await eventually(in_round_1, timeout=120)
         except AssertionError:
             msg = f"round 1 never started; dispatcher log:\n{procs[-1].tail()}"
             raise AssertionError(msg) from None
@@ -108,7 +109,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             return all([(await store.get(i)).is_terminal for i in ids])
 
         try:
-            await _until(all_terminal, timeout=90)
+            await eventually(all_terminal, timeout=90)
         finally:
             for p in procs:
                 p.stop()
@@ -131,16 +132,3 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
         assert count(evs, Deliberation.PeerRatingsReceived) == 3
         assert count(evs, Deliberation.Completed) == 1
     app.close()
-
-
-async def _until(check: object, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        result = check()  # type: ignore[operator]
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition never held")

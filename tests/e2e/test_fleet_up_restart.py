@@ -25,6 +25,7 @@ from fleet.client import FleetClient
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(300)
 DEADLINE_S = 25
@@ -77,10 +78,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 
 async def _status(client: FleetClient, task: str, want: int, timeout: float) -> None:
-    end = time.monotonic() + timeout
-    while (await client.result(task)).status != want:
-        assert time.monotonic() < end, f"{task} never reached {pb.DeliberationStatus.Name(want)}"  # type: ignore[arg-type]
-        await asyncio.sleep(0.2)
+    async def reached() -> bool:
+        return bool((await client.result(task)).status == want)
+
+    what = f"{task} never reached {pb.DeliberationStatus.Name(want)}"  # type: ignore[arg-type]
+    await eventually(reached, timeout=timeout, interval=0.2, what=what)
 
 
 async def test_fleet_up_stops_on_sigterm_and_resumes_every_deliberation(tmp_path: Path) -> None:

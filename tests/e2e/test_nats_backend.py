@@ -40,6 +40,7 @@ from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
 from tests.e2e._processes import FLEET, REPO, FleetProcess
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -112,19 +113,6 @@ async def request(store: ApplicationDeliberationStore, role: str, rounds: int = 
     return deliberation_id(task_id)
 
 
-async def until(check: Any, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition never held")
-
-
 def answers(events: list[Any]) -> collections.Counter[tuple[str, int]]:
     return collections.Counter(
         (e.agent_id, e.round)
@@ -157,7 +145,7 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
                 return all([(await store.get(i)).is_terminal for i in (clean, poisoned)])
 
             try:
-                await until(terminal, timeout=90)
+                await eventually(terminal, timeout=90)
             except AssertionError:
                 stuck = {i: await store.history(i) for i in (clean, poisoned)}
                 story = {i: [type(e).__name__ for e in evs] for i, evs in stuck.items()}
@@ -206,7 +194,9 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
             # The first worker holds all three turns; dev-agent-1's call hangs at the endpoint.
-            await until(lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2)
+            await eventually(
+                lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2, timeout=60.0
+            )
             assert turn_calls(lg, "dev-agent-1") == 1
             lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
             workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
@@ -215,7 +205,7 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
             async def done() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(done, timeout=60)
+            await eventually(done, timeout=60)
         finally:
             for w in workers:
                 w.stop()
@@ -247,11 +237,11 @@ async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_onc
         try:
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
-            await until(lambda: all(turn_calls(lg, a) == 1 for a in agents))
+            await eventually(lambda: all(turn_calls(lg, a) == 1 for a in agents), timeout=60.0)
             os.kill(first.proc.pid, signal.SIGSTOP)  # mid-call: no heart-beats, no answers
             try:
                 workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
-                await until(lambda: all(turn_calls(lg, a) == 2 for a in agents))
+                await eventually(lambda: all(turn_calls(lg, a) == 2 for a in agents), timeout=60.0)
             finally:
                 os.kill(first.proc.pid, signal.SIGCONT)  # answers the calls it still holds
             lg.delay_s = 0.0  # the second worker's calls are already under way
@@ -259,8 +249,10 @@ async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_onc
             async def done() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(done, timeout=60)
-            await until(lambda: lg.counters.in_flight == 0)  # both workers got every answer
+            await eventually(done, timeout=60)
+            await eventually(
+                lambda: lg.counters.in_flight == 0, timeout=60.0
+            )  # both workers got every answer
         finally:
             for w in workers:
                 w.stop()
@@ -320,7 +312,7 @@ async def test_fleet_worker_serves_its_roles_queue_depth_on_metrics(
         env = backend_env(nats_url, nats_stream, lg.url, FLEET_METRICS_PORT=str(port))
         worker = WorkerProcess(tmp_path / "w.log", env, "--role", "DEV", "--concurrency", "1")
         try:
-            await until(lambda: idle(port))
+            await eventually(lambda: idle(port), timeout=60.0)
             calls = [
                 asyncio.create_task(
                     runtime.run_turn(
@@ -338,9 +330,9 @@ async def test_fleet_worker_serves_its_roles_queue_depth_on_metrics(
                 for i in (1, 2)
             ]
             # One call at a time: one runs while the other waits for the worker.
-            await until(lambda: busy(port))
+            await eventually(lambda: busy(port), timeout=60.0)
             await asyncio.gather(*calls)
-            await until(lambda: idle(port))
+            await eventually(lambda: idle(port), timeout=60.0)
         finally:
             worker.stop()
             await runtime.close()

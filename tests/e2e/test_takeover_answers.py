@@ -37,8 +37,9 @@ from application.stores import ApplicationDeliberationStore
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
-from tests.e2e.test_nats_backend import WorkerProcess, turn_calls, until
+from tests.e2e.test_nats_backend import WorkerProcess, turn_calls
 from tests.fixtures.nats import unique_stream_name
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -109,21 +110,23 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
                 )
             )
             if fault == "restart":
-                await until(lambda: lg.counters.calls >= 3, timeout=90)  # round 0 in flight
+                await eventually(lambda: lg.counters.calls >= 3, timeout=90)  # round 0 in flight
                 procs[0].kill()
                 if backend == "nats":  # the worker stores the answers nobody reads now
-                    await until(
+                    await eventually(
                         lambda: _at_least(stored_results(server.url, stream), 3), timeout=30
                     )
                 server.kill()
                 server.start()
             else:  # the calls wait in the queue (no worker yet) past their own lifetime
-                await until(lambda: _queued(server.url, stream, 3), timeout=90)
+                await eventually(lambda: _queued(server.url, stream, 3), timeout=90)
                 procs[0].kill()
                 deadline = await _last_deadline(server.url, stream)
-                await until(lambda: time.time() > deadline, timeout=10)  # the calls' lifetime
+                await eventually(lambda: time.time() > deadline, timeout=10)  # the calls' lifetime
                 workers.append(WorkerProcess(tmp_path / "w1.log", env, "--role", "DEV"))
-                await until(lambda: _at_least(stored_results(server.url, stream), 3), timeout=60)
+                await eventually(
+                    lambda: _at_least(stored_results(server.url, stream), 3), timeout=60
+                )
                 assert lg.counters.calls == 0  # each was answered "expired", never run
 
             procs.append(FleetProcess(tmp_path / "d2", "dispatcher", env))
@@ -133,7 +136,7 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
             async def terminal() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(terminal, timeout=90)
+            await eventually(terminal, timeout=90)
             took = time.monotonic() - taken_over
             d = await store.get(d_id)
             events = list(await store.history(d_id))

@@ -25,6 +25,7 @@ from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
 from tests.integration.api._cli import fleet as _fleet
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -205,12 +206,11 @@ async def test_metrics_are_derived_from_the_stream(api: Api) -> None:
         with urllib.request.urlopen(api.node.endpoints.metrics, timeout=5) as r:
             return str(r.read().decode())
 
-    text = ""
-    for _ in range(50):  # the metrics follower trails the stream by a moment
+    async def counted() -> str:  # the metrics follower trails the stream by a moment
         text = await asyncio.to_thread(scrape)
-        if 'fleet_deliberations_total{status="COMPLETED"}' in text:
-            break
-        await asyncio.sleep(0.1)
+        return text if 'fleet_deliberations_total{status="COMPLETED"}' in text else ""
+
+    text = await eventually(counted, timeout=5.0, interval=0.1, what="no COMPLETED count")
     assert 'fleet_deliberations_total{status="COMPLETED"}' in text
     assert 'fleet_agent_call_seconds_count{model="loadgen"}' in text
     assert 'fleet_agent_tokens_total{kind="completion",model="loadgen"}' in text

@@ -27,6 +27,7 @@ from application.app import FleetApplication
 from application.replay import replay
 from application.stores import ApplicationDeliberationStore
 from fleet.cli import main
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -267,13 +268,11 @@ class _FullReplay(FleetApplication):
 
 async def _snapshots_of(app: FleetApplication, agg_id: Any) -> list[Any]:
     """The aggregate's snapshots, once there is one (waits up to 5 s)."""
-    assert app.snapshots is not None
-    for _ in range(100):
-        found = list(app.snapshots.get(agg_id))
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    return []
+    snapshots = app.snapshots
+    assert snapshots is not None
+    return await eventually(
+        lambda: list(snapshots.get(agg_id)), timeout=5.0, interval=0.05, what="no snapshot"
+    )
 
 
 async def test_the_group_commit_path_snapshots_and_loads_use_them(

@@ -27,6 +27,7 @@ from agent_runtime.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
 from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,20 +45,11 @@ def turn(agent: str = "dev-agent-1", *, d_id: str = "d-1", timeout_s: float = 10
     )
 
 
-async def eventually(check: Any, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition never held")
-
-
 async def queue_drained(nc: NATS, names: QueueNames) -> None:
-    for _ in range(250):
-        if (await nc.jetstream().stream_info(names.work_stream)).state.messages == 0:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("work left in the queue")
+    async def empty() -> bool:
+        return (await nc.jetstream().stream_info(names.work_stream)).state.messages == 0
+
+    await eventually(empty, timeout=5.0, what="work left in the queue")
 
 
 async def dead_letters(nc: NATS, names: QueueNames) -> list[Any]:

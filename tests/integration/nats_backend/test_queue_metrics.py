@@ -20,7 +20,8 @@ from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
 from tests.integration.nats_backend.conftest import WorkerFactory
-from tests.integration.nats_backend.test_nats_runtime import eventually, turn
+from tests.integration.nats_backend.test_nats_runtime import turn
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

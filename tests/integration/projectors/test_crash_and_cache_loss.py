@@ -28,6 +28,7 @@ from projectors import CacheProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.ladybug import LadybugGraph
 from projectors.verify import verify
+from tests.support.waiting import eventually_sync
 from tests.unit.projectors import scenarios
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -148,13 +149,10 @@ async def test_an_emptied_valkey_keeps_reads_answering_and_refills(
 
 
 def _wait_for_board(board: ValkeyDeliberationBoard, head: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if board.position() >= head:
-                return
-        except valkey.ConnectionError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"cache not refilled to {head}")
-        time.sleep(0.05)
+    eventually_sync(
+        lambda: board.position() >= head,
+        timeout=timeout,
+        interval=0.05,
+        what=f"cache not refilled to {head}",
+        ignoring=(valkey.ConnectionError,),
+    )
