@@ -82,10 +82,19 @@ async def test_stream_starts_a_new_deliberation_and_ends_complete(api: Api) -> N
     assert last.current_agent == result.winner_id
 
 
+async def _started(client: FleetClient, task_id: str) -> None:
+    """Wait until a dispatcher has started the deliberation (it has history past its request)."""
+
+    async def started() -> bool:
+        return (await client.result(task_id)).status != pb.DELIBERATION_STATUS_PENDING
+
+    await eventually(started, interval=0.01, what=f"{task_id} never started")
+
+
 async def test_a_resumed_stream_replays_exactly_what_a_live_one_saw(api: Api) -> None:
     done = await api.client.deliberate("write fib", task_id="stream-midway")
     assert done.status == pb.DELIBERATION_STATUS_PENDING
-    await asyncio.sleep(0.15)  # join while it runs: part history, part live
+    await _started(api.client, "stream-midway")  # join while it runs: part history, part live
     live = await _updates(api.client, "stream-midway")
     replayed = await _updates(api.client, "stream-midway")
     assert live == replayed, "no gap and no duplicate where history meets the live feed"
@@ -157,7 +166,7 @@ async def test_list_filters_pages_newest_first_and_validates(api: Api) -> None:
 async def test_cancel_ends_an_open_deliberation_once(api: Api) -> None:
     await api.client.deliberate("loadgen:hang write fib", task_id="cancel-me", timeout_seconds=5)
     watch = asyncio.create_task(_updates(api.client, "cancel-me"))
-    await asyncio.sleep(0.2)
+    await _started(api.client, "cancel-me")
     resp = await api.client.cancel("cancel-me", "changed my mind")
     assert resp.status == pb.DELIBERATION_STATUS_CANCELLED
     updates = await asyncio.wait_for(watch, 10)

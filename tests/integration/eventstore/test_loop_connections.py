@@ -147,7 +147,11 @@ def test_a_closed_async_subscription_stops_consuming(
         await _take(notes, 1)
         during = await bound()
         await notes.aclose()
-        await asyncio.sleep(0.2)
+
+        async def released() -> bool:
+            return await bound() == before
+
+        await eventually(released, what="the closed subscription's consumer is still bound")
         return before, during, await bound()
 
     before, during, after = asyncio.run(main())

@@ -8,7 +8,6 @@ IntegrityError when another writer won, never a silent duplicate or loss.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,6 +29,7 @@ from eventstore._codec import decode
 from eventstore.jetstream import JetStreamFactory, OutcomeUnknownError
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter
+from tests.support.waiting import eventually_sync
 
 
 @pytest.fixture(params=["own", "crossing"])
@@ -151,9 +151,8 @@ def test_unreachable_for_the_whole_window_says_so(private_nats_server: NatsServe
         private_nats_server.kill()
         # Once the client knows it is disconnected (not before: then the outcome is unknown), a
         # write is refused outright. Wait for that, bounded, rather than racing the socket close.
-        deadline = time.monotonic() + 10
-        while f.connection.log.nc.is_connected and time.monotonic() < deadline:
-            time.sleep(0.01)
+        nc = f.connection.log.nc
+        eventually_sync(lambda: not nc.is_connected, interval=0.01, what="still connected")
         with pytest.raises(OperationalError, match=private_nats_server.url) as e:
             recorder.insert_events([_event(oid, 2)])
         # Refused while disconnected: certainly not written, and not "unknown".

@@ -161,8 +161,12 @@ async def test_a_call_whose_workers_keep_dying_is_parked_by_the_advisory(
         await queue_drained(nc, names)
 
 
+def _unreadable(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("unreadable message" in r.getMessage() for r in caplog.records)
+
+
 async def test_answers_still_arrive_after_many_idle_polls_and_a_poisoned_result(
-    nc: NATS, names: QueueNames, start_worker: WorkerFactory
+    nc: NATS, names: QueueNames, start_worker: WorkerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 7's stall: an idle poll of the results consumer sometimes returns an empty batch
     (the server's 408 beats the client's timer), and a malformed message may land on a results
@@ -177,7 +181,7 @@ async def test_answers_still_arrive_after_many_idle_polls_and_a_poisoned_result(
             js = nc.jetstream()
             await js.publish(f"{names.results_prefix}.turn.x", b'{"kind": "turn"}')  # no key
             await js.publish(f"{names.results_prefix}.turn.y", b"\xff not json")
-            await asyncio.sleep(0.5)
+            await eventually(lambda: _unreadable(caplog) == 2, what="the bad results unread")
             result = await rt.run_turn(turn("dev-agent-2", timeout_s=5.0))
             assert result.agent_id == "dev-agent-2" and result.content
     finally:
