@@ -2,6 +2,7 @@
 
 - `waiting`: wait on a condition (`eventually`, `eventually_sync`, `until_terminal`) instead of a
   fixed sleep.
-- `aggregates`: small aggregates for the event-store tests (`Counter`).
+- `aggregates`: small aggregates for the event-store tests (`Counter`, `Ledger`).
 - `group_commit_contract`: the group-commit checks run on the in-memory and the JetStream store.
+- `deliberations`: `requested(...)`, a deliberation request with defaults for what a test ignores.
 """

@@ -18,18 +18,11 @@ import pytest
 from aggregates import AgentId, Deliberation, DuplicateProposalError
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore, DeliberationNotFoundError
+from tests.support.deliberations import requested
 
 
 def new_deliberation(num_agents: int = 3) -> Deliberation:
-    return Deliberation.request(
-        task_id=f"t-{uuid.uuid4().hex[:8]}",
-        task="Write a function",
-        role="DEV",
-        num_agents=num_agents,
-        rounds=1,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=600,
-    )
+    return requested(task="Write a function", num_agents=num_agents, timeout_seconds=600)
 
 
 def propose(agent: str, text: str = "an answer") -> Callable[[Deliberation], bool]:

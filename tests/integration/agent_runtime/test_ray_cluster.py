@@ -16,19 +16,19 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from agent_runtime.ray_runtime import RayAgentRuntime
-from aggregates import Deliberation, DeliberationStatus
+from aggregates import DeliberationStatus
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.deliberations import requested
 from tests.support.waiting import eventually, eventually_sync, until_terminal
 
 REPO = Path(__file__).resolve().parents[3]
@@ -49,15 +49,7 @@ async def test_an_actor_killed_mid_deliberation_is_restarted_and_the_call_retrie
             async with DeliberationDispatcher(
                 store, ApplicationEventFeed(app), runtime, options=options
             ):
-                d = Deliberation.request(
-                    task_id="kill-actor",
-                    task="Write fib(n)",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=1,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=60,
-                )
+                d = requested("kill-actor")
                 app.save(d)
                 await eventually(lambda: lg.counters.in_flight >= 3, timeout=4.0)
                 ray.kill(runtime.actor_for("DEV", "dev-agent-1"), no_restart=False)  # a crash

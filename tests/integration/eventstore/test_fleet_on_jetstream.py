@@ -27,21 +27,14 @@ from application.app import FleetApplication
 from application.replay import replay
 from application.stores import ApplicationDeliberationStore
 from fleet.cli import main
+from tests.support.deliberations import requested
 from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _request(task_id: str, *, agents: int = 1, rounds: int = 1) -> Deliberation:
-    return Deliberation.request(
-        task_id=task_id,
-        task="fib",
-        role="DEV",
-        num_agents=agents,
-        rounds=rounds,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=60,
-    )
+    return requested(task_id, task="fib", num_agents=agents, rounds=rounds)
 
 
 def _propose(d: Deliberation, agent: AgentId, round_no: int) -> None:

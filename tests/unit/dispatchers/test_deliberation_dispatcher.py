@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+from tests.support.deliberations import requested
 from tests.support.waiting import until_terminal
 
 Behaviour = Callable[[AgentTurn], Awaitable[str]]
@@ -65,15 +65,7 @@ def app() -> FleetApplication:
 
 
 def request(a: FleetApplication, task_id: str, timeout: int = 30, agents: int = 3) -> Deliberation:
-    d = Deliberation.request(
-        task_id=task_id,
-        task="do it",
-        role="DEV",
-        num_agents=agents,
-        rounds=1,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=timeout,
-    )
+    d = requested(task_id, task="do it", num_agents=agents, timeout_seconds=timeout)
     a.save(d)
     return d
 

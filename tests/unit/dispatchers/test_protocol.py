@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from agent_runtime.api import (
@@ -29,6 +28,7 @@ from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+from tests.support.deliberations import requested
 from tests.support.waiting import eventually, until_terminal
 
 
@@ -106,15 +106,8 @@ def setup(
 
 
 def request(a: FleetApplication, task_id: str, *, rounds: int = 1, agents: int = 3) -> Deliberation:
-    d = Deliberation.request(
-        task_id=task_id,
-        task="Write fib(n)",
-        role="DEV",
-        num_agents=agents,
-        rounds=rounds,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=30,
-        requirements=["fib"],
+    d = requested(
+        task_id, num_agents=agents, rounds=rounds, timeout_seconds=30, requirements=["fib"]
     )
     a.save(d)
     return d
