@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.support.deliberations import FIB_TASK, requested
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
@@ -62,17 +62,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
         tasks = [f"recover-{uuid.uuid4().hex[:6]}-{i}" for i in range(N)]
         ids = [deliberation_id(t) for t in tasks]
         for t in tasks:
-            await store.create(
-                Deliberation.request(
-                    task_id=t,
-                    task="Write a Python function that returns the n-th Fibonacci number",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=2,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=120,
-                )
-            )
+            await store.create(requested(t, task=FIB_TASK, rounds=2, timeout_seconds=120))
 
         async def events(d_id: uuid.UUID) -> list[object]:
             return list(await store.history(d_id))

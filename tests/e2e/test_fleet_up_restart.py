@@ -9,7 +9,6 @@ its recorded deadline (or at once, if that passed while Fleet was down), never F
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -57,14 +56,12 @@ def _grpc_address(data_dir: Path, pid: int) -> str:
 
 
 async def _ready(proc: subprocess.Popen[bytes], data_dir: Path, log: Path) -> str:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+    def address() -> str:
         assert proc.poll() is None, f"fleet up exited {proc.returncode}:\n{_tail(log)}"
-        address = _grpc_address(data_dir, proc.pid)
-        if address:
-            return address
-        await asyncio.sleep(0.25)
-    raise AssertionError(f"fleet up not ready:\n{_tail(log)}")
+        return _grpc_address(data_dir, proc.pid)
+
+    what = lambda: f"fleet up not ready:\n{_tail(log)}"  # noqa: E731
+    return await eventually(address, timeout=180, interval=0.25, what=what)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> int:

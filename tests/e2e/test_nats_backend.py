@@ -19,10 +19,8 @@ import collections
 import json
 import os
 import signal
-import subprocess
 import urllib.request
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,8 @@ from application.stores import ApplicationDeliberationStore
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
-from tests.e2e._processes import FLEET, REPO, FleetProcess
+from tests.e2e._processes import FLEET, REPO, ChildProcess, FleetProcess
+from tests.support.deliberations import requested
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(180)
@@ -63,53 +62,17 @@ def backend_env(nats_url: str, stream: str, llm_url: str, **extra: str) -> dict[
     }
 
 
-class WorkerProcess:
-    """``fleet worker`` as a child process, ended by its pid only."""
+class WorkerProcess(ChildProcess):
+    """``fleet worker`` as a child process."""
 
     def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
-        self.log_path = log_path
-        self.log = open(log_path, "ab")  # closed in stop()
         full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-        self.proc = subprocess.Popen(
-            [FLEET, "worker", *args],
-            env=full,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
-
-    def tail(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text(errors="replace")[-2000:]
+        super().__init__([FLEET, "worker", *args], full, log_path)
 
 
 async def request(store: ApplicationDeliberationStore, role: str, rounds: int = 1) -> uuid.UUID:
     task_id = f"nats-{role.lower()}-{uuid.uuid4().hex[:8]}"
-    await store.create(
-        Deliberation.request(
-            task_id=task_id,
-            task=TASK,
-            role=role,
-            num_agents=3,
-            rounds=rounds,
-            requested_at=datetime.now(tz=UTC),
-            timeout_seconds=120,
-        )
-    )
+    await store.create(requested(task_id, task=TASK, role=role, rounds=rounds, timeout_seconds=120))
     return deliberation_id(task_id)
 
 

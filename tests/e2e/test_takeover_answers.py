@@ -23,7 +23,6 @@ import asyncio
 import collections
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import nats
@@ -39,6 +38,7 @@ from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
 from tests.e2e.test_nats_backend import WorkerProcess, turn_calls
 from tests.fixtures.nats import unique_stream_name
+from tests.support.deliberations import FIB_TASK, requested
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
@@ -98,17 +98,7 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
             await asyncio.to_thread(procs[0].wait_ready)
             task_id = f"takeover-{uuid.uuid4().hex[:8]}"
             d_id = deliberation_id(task_id)
-            await store.create(
-                Deliberation.request(
-                    task_id=task_id,
-                    task="Write a Python function that returns the n-th Fibonacci number",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=1,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=120,
-                )
-            )
+            await store.create(requested(task_id, task=FIB_TASK, timeout_seconds=120))
             if fault == "restart":
                 await eventually(lambda: lg.counters.calls >= 3, timeout=90)  # round 0 in flight
                 procs[0].kill()
