@@ -26,7 +26,7 @@ from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
-from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
+from tests.integration.agent_runtime.conftest import WorkerFactory, endpoint
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)

@@ -29,7 +29,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.api._cli import fleet
+from tests.integration.fleet._cli import fleet
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
