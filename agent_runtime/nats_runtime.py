@@ -31,6 +31,10 @@ How a call travels (names in ``_nats_wire.QueueNames``):
    once, rather than waiting out the call's deadline. If no answer comes within the call's
    ``timeout_s`` plus a grace, ``AgentTurnError`` too.
 
+(Over 400 lines on purpose: one class, the caller's end of the queue; queuing, the stored-answer
+lookup and the results listener share its waiting calls and are read together. The wire format
+is ``_nats_wire``, the worker's end ``worker``, the shared plumbing ``natsio``.)
+
 No semaphore bounds calls here: the workers' concurrency is the bound on the endpoint, and work
 beyond it waits in the queue (its depth is the autoscaling signal).
 

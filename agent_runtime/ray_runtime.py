@@ -19,6 +19,9 @@ between a deliberation's two phases.
 
 The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
 initialises Ray. In async code we ``await`` object refs and never call ``ray.get``.
+
+(Over 400 lines on purpose: the actor and the driver-side runtime are the two ends of one call
+and change together; the batching and the early ratings already live in their own modules.)
 """
 
 from __future__ import annotations

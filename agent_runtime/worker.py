@@ -49,7 +49,6 @@ import logging
 import os
 import socket
 import time
-from types import TracebackType
 from typing import Any, Protocol
 
 from nats.aio.client import Client as NATS
@@ -75,6 +74,7 @@ from agent_runtime.api import (
     TurnResult,
 )
 from agent_runtime.nats_runtime import ensure_streams
+from lifecycle import BackgroundService
 from natsio import DEAD_LETTER_STREAM, dead_letter_stream_config, ensure_stream
 
 __all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
@@ -117,7 +117,7 @@ class WorkerStats:
     in_flight: int = 0
 
 
-class AgentWorker:
+class AgentWorker(BackgroundService):
     """Serves one role's agent calls from the work queue. See the module docstring.
 
     Args:
@@ -168,7 +168,6 @@ class AgentWorker:
         self._replicas = replicas
         self._slots = asyncio.Semaphore(concurrency)
         self._calls: dict[asyncio.Task[None], Msg] = {}
-        self._runner: asyncio.Task[None] | None = None
         self._advisories: Any = None
         self._subs: list[Any] = []
         self._stopped = False
@@ -472,10 +471,7 @@ class AgentWorker:
         if self._stopped and self._runner is None and not self._calls:
             return
         self._stopped = True
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-            self._runner = None
+        await self.stop_runner()
         for sub in (self._advisories, *self._subs):
             if sub is not None:
                 with contextlib.suppress(NatsError):
@@ -492,15 +488,9 @@ class AgentWorker:
             await asyncio.gather(*pending, return_exceptions=True)
         await self._executor.close()
 
-    async def __aenter__(self) -> AgentWorker:
-        await self.ensure()
-        self._runner = asyncio.create_task(self.run(), name=f"agent-worker-{self.role}")
-        return self
+    @property
+    def task_name(self) -> str:
+        return f"agent-worker-{self.role}"
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+    async def prepare(self) -> None:
+        await self.ensure()

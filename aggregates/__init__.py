@@ -11,10 +11,18 @@ from aggregates.errors import (
 )
 from aggregates.ids import deliberation_id, plan_deliberation_task_id, plan_id_of
 from aggregates.plan import DEFAULT_PLAN_ROLES, Plan
-from aggregates.values import AgentId, CheckOutcome, DeliberationStatus, PeerReview, Role
+from aggregates.values import (
+    AgentAnswer,
+    AgentId,
+    CheckOutcome,
+    DeliberationStatus,
+    PeerReview,
+    Role,
+)
 
 __all__ = [
     "DEFAULT_PLAN_ROLES",
+    "AgentAnswer",
     "AgentId",
     "CheckOutcome",
     "DeadlineNotReachedError",

@@ -15,7 +15,7 @@ rate, score, decide, time out), and its guards and mutators are read together.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +35,7 @@ from aggregates.values import (
     MAX_AGENTS,
     MAX_ROUNDS,
     MAX_TASK_BYTES,
+    AgentAnswer,
     AgentId,
     CheckOutcome,
     DeliberationStatus,
@@ -442,108 +443,63 @@ class Deliberation(Aggregate):
             )
         self._started(agents=list(chosen))
 
-    def receive_proposal(
-        self,
-        *,
-        agent_id: AgentId,
-        round: int,
-        content: str,
-        model: str,
-        tokens: int,
-        latency_ms: int,
-        prompt_tokens: int = 0,
-        temperature: float | None = None,
-        seed: int | None = None,
-        persona: str = "",
-        thinking_retried: bool = False,
-    ) -> bool:
+    def receive_proposal(self, *, agent_id: AgentId, round: int, answer: AgentAnswer) -> bool:
         """Record an answer. Returns False when it came late (recorded, but changes nothing).
 
         Raises:
             DuplicateProposalError: this (agent, round) already has an answer.
             UnknownAgentError: the agent is not on this council, or the round is out of range.
+            InvalidDeliberationError: the answer is empty.
         """
-        self._require_member(agent_id, round)
-        if self.is_terminal:
-            self._late_proposal(
-                agent_id=agent_id,
-                round=round,
-                content=content,
-                model=model,
-                status_at_arrival=self.status.value,
-            )
-            return False
-        if (agent_id, round) in self.proposals or (agent_id, round) in self.failures:
-            msg = f"Deliberation {self.id}: {agent_id} already answered round {round}"
-            raise DuplicateProposalError(msg)
-        if not content.strip():
-            raise InvalidDeliberationError("content", f"empty proposal from {agent_id}")
-        self.trigger_event(
-            self.ProposalReceived,
-            agent_id=agent_id,
-            round=round,
-            content=content,
-            model=model,
-            tokens=tokens,
-            latency_ms=latency_ms,
-            prompt_tokens=prompt_tokens,
-            temperature=temperature,
-            seed=seed,
-            persona=persona,
-            thinking_retried=thinking_retried,
-        )
-        return True
+        return self._answer(self.ProposalReceived, agent_id, round, answer, "proposal")
 
     def revise_proposal(
         self,
         *,
         agent_id: AgentId,
         round: int,
-        content: str,
-        model: str,
-        tokens: int,
-        latency_ms: int,
-        prompt_tokens: int = 0,
-        temperature: float | None = None,
-        seed: int | None = None,
-        persona: str = "",
+        answer: AgentAnswer,
         addressed: list[str] | None = None,
-        thinking_retried: bool = False,
     ) -> bool:
         """Record a revised proposal for a later round (``round`` >= 1); else as receive_proposal.
 
-        Returns False when it came late (recorded as LateProposalReceived, changes nothing).
+        ``addressed``: the peers whose critiques the revision was shown.
         """
         if round < 1:
             raise InvalidDeliberationError("round", f"a revision is for round >= 1, got {round}")
+        return self._answer(
+            self.ProposalRevised,
+            agent_id,
+            round,
+            answer,
+            "revision",
+            addressed=list(addressed or []),
+        )
+
+    def _answer(
+        self,
+        event_class: type[Deliberation.ProposalReceived],
+        agent_id: AgentId,
+        round: int,
+        answer: AgentAnswer,
+        what: str,
+        **extra: Any,
+    ) -> bool:
+        """The guards a proposal and a revision share, then the event (or a late one)."""
         self._require_member(agent_id, round)
         if self.is_terminal:
             self._late_proposal(
                 agent_id=agent_id,
                 round=round,
-                content=content,
-                model=model,
+                content=answer.content,
+                model=answer.model,
                 status_at_arrival=self.status.value,
             )
             return False
         self._require_unanswered(agent_id, round)
-        if not content.strip():
-            raise InvalidDeliberationError("content", f"empty revision from {agent_id}")
-        self.trigger_event(
-            self.ProposalRevised,
-            agent_id=agent_id,
-            round=round,
-            content=content,
-            model=model,
-            tokens=tokens,
-            latency_ms=latency_ms,
-            prompt_tokens=prompt_tokens,
-            temperature=temperature,
-            seed=seed,
-            persona=persona,
-            addressed=list(addressed or []),
-            thinking_retried=thinking_retried,
-        )
+        if not answer.content.strip():
+            raise InvalidDeliberationError("content", f"empty {what} from {agent_id}")
+        self.trigger_event(event_class, agent_id=agent_id, round=round, **asdict(answer), **extra)
         return True
 
     def receive_critique(
@@ -622,9 +578,7 @@ class Deliberation(Aggregate):
         self._require_member(agent_id, round)
         if self.is_terminal:
             return False
-        if (agent_id, round) in self.proposals or (agent_id, round) in self.failures:
-            msg = f"Deliberation {self.id}: {agent_id} already answered round {round}"
-            raise DuplicateProposalError(msg)
+        self._require_unanswered(agent_id, round)
         self._agent_failed(agent_id=agent_id, round=round, error=error or "unknown error")
         return True
 

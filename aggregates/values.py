@@ -115,3 +115,25 @@ class PeerReview:
             text=str(data.get("text", "")),
             source=str(data.get("source", "structured")),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAnswer:
+    """What an agent answered in one round, and how: the text and its provenance, one value.
+
+    A proposal (round 0) and a revision (later rounds) carry the same facts; passing them as one
+    value keeps the dispatcher, the aggregate and the tests from spelling out the same eleven
+    keywords at every call.
+    """
+
+    content: str
+    model: str
+    tokens: int
+    """Completion tokens."""
+    latency_ms: int
+    prompt_tokens: int = 0
+    temperature: float | None = None
+    seed: int | None = None
+    persona: str = ""
+    thinking_retried: bool = False
+    """The model spent its whole budget thinking and was asked once more with thinking off."""

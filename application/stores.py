@@ -9,8 +9,8 @@ order and saves each change's events as its own unit, all of them in one crossin
 store (a one-event change is a plain conditional publish, not an atomic batch). Each caller gets
 its own result or exception, only once its events are stored. Across processes, writes are
 checked by the store's optimistic concurrency: an IntegrityError reloads the aggregate and
-re-applies the command. ``group_commit=False`` gives the plain path: a per-aggregate asyncio
-lock and one ``app.save`` per update, in a worker thread.
+re-applies the command. (An earlier plain path, a per-aggregate lock and one ``app.save`` per
+update in a worker thread, was the comparison group commit was measured against; it is gone.)
 
 The store keeps the open aggregates it last saved, created or read (``AggregateCache``), so an
 update is one write instead of a replay plus a write. ``get`` returns a cached copy only when it
@@ -35,7 +35,7 @@ from eventsourcing.persistence import IntegrityError
 
 from aggregates import Deliberation, Plan
 from application.app import FleetApplication
-from application.group_commit import CONFLICT_RETRIES, AggregateCache, GroupWriter
+from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -61,8 +61,6 @@ class ApplicationDeliberationStore:
     Args:
         app: the application (its recorder stores the events).
         cache_size: open aggregates kept in memory.
-        group_commit: gather concurrent updates (see the module docstring); switch it off to
-            compare, or to rule it out.
         max_group: most changes the writer takes at once.
     """
 
@@ -71,14 +69,12 @@ class ApplicationDeliberationStore:
         app: FleetApplication,
         *,
         cache_size: int = 4096,
-        group_commit: bool = True,
         max_group: int = 256,
     ) -> None:
         self._app = app
         self._locks: weakref.WeakValueDictionary[UUID, asyncio.Lock] = weakref.WeakValueDictionary()
         self._cache = AggregateCache(cache_size)
         self._writer = GroupWriter(app, self._cache, max_group=max_group)
-        self.group_commit = group_commit
 
     @property
     def groups_committed(self) -> int:
@@ -173,9 +169,7 @@ class ApplicationDeliberationStore:
             return True
 
     async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
-        if self.group_commit:
-            return await self._writer.submit(deliberation_id, change, self._get)
-        return await self._update_alone(deliberation_id, change, self._get)
+        return await self._writer.submit(deliberation_id, change, self._get)
 
     async def update_in_order(
         self, deliberation_id: UUID, changes: Sequence[Callable[[Deliberation], T]]
@@ -184,46 +178,7 @@ class ApplicationDeliberationStore:
         are stored (one that raises records nothing and does not stop the others); then raise
         the first error. For facts that must land in order but need not land together: one
         single-event write each costs less than an atomic batch."""
-        if self.group_commit:
-            return await self._writer.submit_in_order(deliberation_id, changes, self._get)
-        results: list[Any] = []
-        for c in changes:
-            try:
-                results.append(await self._update_alone(deliberation_id, c, self._get))
-            except Exception as e:
-                results.append(e)
-        for r in results:
-            if isinstance(r, Exception):
-                raise r
-        return results
-
-    async def _update_alone(
-        self, agg_id: UUID, change: Callable[[Any], T], load: Callable[[UUID], Any]
-    ) -> T:
-        async with self._lock(agg_id):
-            for attempt in range(CONFLICT_RETRIES):
-                try:
-                    return await asyncio.to_thread(self._update_any, agg_id, change, load)
-                except IntegrityError:
-                    # Another process wrote first: reload and apply the command to the new state.
-                    log.debug("aggregate %s: write conflict, retry %d", agg_id, attempt)
-                    await asyncio.sleep(0.005 * (attempt + 1))
-            msg = f"Aggregate {agg_id}: {CONFLICT_RETRIES} write conflicts in a row"
-            raise IntegrityError(msg)
-
-    def _update_any(
-        self, agg_id: UUID, change: Callable[[Any], T], load: Callable[[UUID], Any]
-    ) -> T:
-        agg = self._cache.take(agg_id)
-        if agg is None:
-            agg = load(agg_id)
-        # Taken: if the command or the save fails, the object (maybe half-changed) is dropped.
-        result = change(agg)
-        self._app.save(agg)
-        self._cache.keep(agg_id, agg)
-        if result is agg:
-            return copy.deepcopy(result)
-        return result
+        return await self._writer.submit_in_order(deliberation_id, changes, self._get)
 
     # ------------------------------------------------------------------ plans
 
@@ -246,9 +201,7 @@ class ApplicationDeliberationStore:
         return p
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
-        if self.group_commit:
-            return await self._writer.submit(plan_id, change, self._get_plan)
-        return await self._update_alone(plan_id, change, self._get_plan)
+        return await self._writer.submit(plan_id, change, self._get_plan)
 
     async def history(self, deliberation_id: UUID) -> list[Any]:
         """Every stored event of one deliberation, oldest first (domain events)."""

@@ -21,12 +21,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation
 from application.ports import EventFeed, FeedItem
+from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ _Item = Any  # a domain event, or _Closed
 EventHistory = Callable[[UUID], Any]  # async (deliberation id) -> list of stored domain events
 
 
-class WatchHub:
+class WatchHub(BackgroundService):
     """One follower of the event feed, fanning events out by aggregate id.
 
     Subscribers with the key ``None`` receive every event (metrics derive from them).
@@ -65,7 +65,6 @@ class WatchHub:
         self._history = history
         self._after = after
         self._subscribers: dict[UUID | None, set[asyncio.Queue[_Item]]] = {}
-        self._task: asyncio.Task[None] | None = None
         self._closed: _Closed | None = None
         self.position = after
         """The last feed position routed."""
@@ -74,15 +73,13 @@ class WatchHub:
     def watchers(self) -> int:
         return sum(len(s) for k, s in self._subscribers.items() if k is not None)
 
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="watch-hub")
+    @property
+    def task_name(self) -> str:
+        return "watch-hub"
 
-    def background_tasks(self) -> list[asyncio.Task[None]]:
-        """Routing the feed: if it ends, every watcher and metric stops moving."""
-        return [self._task] if self._task is not None else []
-
-    async def _run(self) -> None:
+    async def run(self) -> None:
+        """Route the feed to the watchers until shut down (or until the feed fails: then every
+        watcher ends with ``WatchUnavailableError``)."""
         try:
             async for item in self._feed.follow(after=self._after):
                 self._route(item)
@@ -156,23 +153,7 @@ class WatchHub:
 
     async def shutdown(self) -> None:
         self.release_watchers()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def __aenter__(self) -> WatchHub:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+        await self.stop_runner()
 
 
 # ---------------------------------------------------------------------------------- progress

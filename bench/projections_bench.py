@@ -40,6 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
 
+from aggregates import AgentAnswer
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import nats
@@ -83,9 +85,15 @@ def deliberation_steps(n: int) -> list[Deliberation]:
         d.start()
         for k, a in enumerate(d.agents):
             d.receive_proposal(
-                agent_id=AgentId(a), round=0, content=f"def add(a, b): return a + b  # {k}",
-                model="bench", tokens=20 + k, latency_ms=5 + k,
-            )  # fmt: skip
+                agent_id=AgentId(a),
+                round=0,
+                answer=AgentAnswer(
+                    content=f"def add(a, b): return a + b  # {k}",
+                    model="bench",
+                    tokens=20 + k,
+                    latency_ms=5 + k,
+                ),
+            )
         for k, a in enumerate(d.agents):
             check = CheckOutcome(check_type="lint", passed=True, score=0.5, message="ok")
             d.score(agent_id=AgentId(a), score=0.3 + 0.2 * k, checks=[check])

@@ -48,7 +48,6 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from uuid import UUID
 
 from agent_runtime.api import (
@@ -63,6 +62,7 @@ from agent_runtime.api import (
     Sampling,
 )
 from aggregates import (
+    AgentAnswer,
     AgentId,
     DeadlineNotReachedError,
     Deliberation,
@@ -73,6 +73,7 @@ from aggregates import (
 from application.ports import DeliberationStore, EventFeed
 from dispatchers.councils import Councils
 from dispatchers.ports import Claim, WorkQueue
+from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class DispatcherOptions:
     councils: Councils = field(default_factory=Councils)
 
 
-class DeliberationDispatcher:
+class DeliberationDispatcher(BackgroundService):
     """Drives open deliberations to a terminal state. Runs on one asyncio loop.
 
     Lifecycle: ``await run()`` until ``await shutdown()``; or ``async with``.
@@ -133,7 +134,6 @@ class DeliberationDispatcher:
         self._answers: dict[UUID, list[asyncio.Future[None]]] = {}
         """Answer writes still in flight, by deliberation (see ``_turn``): reviews and scores
         are recorded only once these are stored."""
-        self._runner: asyncio.Task[None] | None = None
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
         """Drivers stopped because a terminal event (e.g. a cancel) arrived on the feed."""
@@ -475,40 +475,25 @@ class DeliberationDispatcher:
             self._answer(d, _agent_failed(agent, round_no, f"{type(e).__name__}: {e}"))
             return
         s = turn.sampling
+        answer = AgentAnswer(
+            content=result.content,
+            model=result.model,
+            tokens=result.completion_tokens,
+            latency_ms=result.latency_ms,
+            prompt_tokens=result.prompt_tokens,
+            temperature=s.temperature,
+            seed=s.seed,
+            persona=s.persona,
+            thinking_retried=result.thinking_retried,
+        )
         if round_no == 0:
-            self._answer(
-                d,
-                lambda d: d.receive_proposal(
-                    agent_id=agent,
-                    round=0,
-                    content=result.content,
-                    model=result.model,
-                    tokens=result.completion_tokens,
-                    latency_ms=result.latency_ms,
-                    prompt_tokens=result.prompt_tokens,
-                    temperature=s.temperature,
-                    seed=s.seed,
-                    persona=s.persona,
-                    thinking_retried=result.thinking_retried,
-                ),
-            )
+            self._answer(d, lambda d: d.receive_proposal(agent_id=agent, round=0, answer=answer))
             return
         addressed = sorted({rv.reviewer for rv in d.critiques_of(agent, round_no)})
         self._answer(
             d,
             lambda d: d.revise_proposal(
-                agent_id=agent,
-                round=round_no,
-                content=result.content,
-                model=result.model,
-                tokens=result.completion_tokens,
-                latency_ms=result.latency_ms,
-                prompt_tokens=result.prompt_tokens,
-                temperature=s.temperature,
-                seed=s.seed,
-                persona=s.persona,
-                addressed=addressed,
-                thinking_retried=result.thinking_retried,
+                agent_id=agent, round=round_no, answer=answer, addressed=addressed
             ),
         )
 
@@ -632,11 +617,17 @@ class DeliberationDispatcher:
     def background_tasks(self) -> list[asyncio.Task[None]]:
         """What must keep running for this dispatcher to work: following the feed and taking
         claims. Either ending on its own is a failure the process should not outlive."""
-        return [t for t in (self._runner, self._claimer) if t is not None]
+        claimer = [self._claimer] if self._claimer is not None else []
+        return [*super().background_tasks(), *claimer]
+
+    @property
+    def task_name(self) -> str:
+        return "dispatcher"
 
     async def shutdown(self) -> None:
         """Cancel every driver and hand claimed work back. Idempotent. Work resumes elsewhere
         (or on the next start): what is outstanding is in the events."""
+        await self.stop_runner()  # first: no new driver starts while the others stop
         self._stopping = True
         if self._claimer is not None:
             self._claimer.cancel()
@@ -648,23 +639,6 @@ class DeliberationDispatcher:
         await asyncio.gather(*(c.release() for c in claims), return_exceptions=True)
         if self._claimer is not None:
             await asyncio.gather(self._claimer, return_exceptions=True)
-
-    async def __aenter__(self) -> DeliberationDispatcher:
-        self._runner = asyncio.create_task(self.run(), name="dispatcher")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-            # Not re-raised: a runner that failed on its own was reported (``background_tasks``)
-            # and stopping must still release the claims below.
-            await asyncio.gather(self._runner, return_exceptions=True)
-        await self.shutdown()
 
 
 def _agent_failed(agent: AgentId, round_no: int, error: str) -> Callable[[Deliberation], bool]:

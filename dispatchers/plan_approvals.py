@@ -21,12 +21,10 @@ plan subject is left as it is: it is the planning service's.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import nats
@@ -38,6 +36,7 @@ from nats.js.errors import NotFoundError
 from aggregates import InvalidDeliberationError
 from application.ports import PlanStore
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
+from lifecycle import BackgroundService
 from natsio import (
     DEAD_LETTER_PREFIX,
     DEAD_LETTER_STREAM,
@@ -72,7 +71,7 @@ async def subject_stream(js: Any, name: str, subject: str, *, replicas: int = 1)
     return name
 
 
-class PlanApprovalConsumer:
+class PlanApprovalConsumer(BackgroundService):
     """Consumes plan approvals until shut down. Loop affinity: the loop that connected.
 
     Args:
@@ -107,7 +106,6 @@ class PlanApprovalConsumer:
         self._owns = owns_connection
         self._clock = clock
         self._replicas = replicas
-        self._runner: asyncio.Task[None] | None = None
         self.accepted = 0
         self.parked = 0
 
@@ -175,26 +173,11 @@ class PlanApprovalConsumer:
         self.parked += 1
         await msg.term()
 
+    @property
+    def task_name(self) -> str:
+        return "plan-approvals"
+
     async def shutdown(self) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-            self._runner = None
+        await self.stop_runner()
         if self._owns and not self._nc.is_closed:
             await self._nc.close()
-
-    def background_tasks(self) -> list[asyncio.Task[None]]:
-        """Consuming approvals: if it ends on its own, approvals wait unread."""
-        return [self._runner] if self._runner is not None else []
-
-    async def __aenter__(self) -> PlanApprovalConsumer:
-        self._runner = asyncio.create_task(self.run(), name="plan-approvals")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()

@@ -15,18 +15,17 @@ Two halves, both pure policy (the NATS consumer and the gRPC method live in ``fl
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, Protocol
 from uuid import UUID
 
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
 from application.ports import DeliberationStore, EventFeed, PlanStore
+from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +207,7 @@ async def request_deliberations(
     return True
 
 
-class PlanDispatcher:
+class PlanDispatcher(BackgroundService):
     """Requests the deliberations of every approved plan. Loop affinity: one asyncio loop.
 
     Lifecycle: ``await run()``; or ``async with``.
@@ -226,7 +225,6 @@ class PlanDispatcher:
         self._feed = feed
         self._options = options or PlanOptions()
         self._clock = clock
-        self._runner: asyncio.Task[None] | None = None
         self.plans_dispatched = 0
 
     async def run(self) -> None:
@@ -251,20 +249,6 @@ class PlanDispatcher:
         except InvalidDeliberationError:
             log.exception("plan %s: cannot request its deliberations", plan_id)
 
-    def background_tasks(self) -> list[asyncio.Task[None]]:
-        """Following the feed: if it ends on its own, approved plans start nothing."""
-        return [self._runner] if self._runner is not None else []
-
-    async def __aenter__(self) -> PlanDispatcher:
-        self._runner = asyncio.create_task(self.run(), name="plan-dispatcher")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
+    @property
+    def task_name(self) -> str:
+        return "plan-dispatcher"

@@ -9,7 +9,8 @@ exception types.
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+import json
+from typing import Any, Final
 
 from eventsourcing.persistence import (
     DatabaseError,
@@ -33,6 +34,7 @@ __all__ = [
     "OutcomeUnknownError",
     "WrongLastSequence",
     "api_error",
+    "check_reply",
     "translate",
 ]
 
@@ -64,6 +66,19 @@ def api_error(
     if err_code in CONFLICT_CODES:
         return IntegrityError(msg)
     return DatabaseError(msg)
+
+
+def check_reply(data: bytes, where: str) -> dict[str, Any]:
+    """Parse a JetStream API reply (a PubAck or an error) and raise on error."""
+    try:
+        reply: dict[str, Any] = json.loads(data)
+    except ValueError as e:
+        msg = f"unreadable JetStream reply on {where}: {data[:200]!r}"
+        raise DatabaseError(msg) from e
+    err = reply.get("error")
+    if err:
+        raise api_error(err.get("err_code"), err.get("code"), err.get("description", ""), where)
+    return reply
 
 
 def translate(exc: BaseException, *, url: str, where: str) -> PersistenceError:

@@ -1,11 +1,11 @@
 """Stream set-up: refuse a server too old for the store, create the stream or vet an existing one.
 
 Separate from ``_stream.py`` because it answers a different question at a different time. The
-log (``_stream.py``) appends and reads on every call and shares its per-subject cache on one
-loop; set-up runs once per process that opens the store, before any log exists, and only decides
-whether the stream may hold events at all: its rules (which settings lose events, which may be
-changed behind an operator's back, how replicas converge) change for other reasons than the
-write protocol does, and are read on their own.
+log (``_stream.py``) appends and reads on every call and keeps a per-subject cache shared by
+the store's logs; set-up runs once per process that opens the store, before any log exists,
+and only decides whether the stream may hold events at all: its rules (which settings lose
+events, which may be changed behind an operator's back, how replicas converge) change for other
+reasons than the write protocol does, and are read on their own.
 
 Set-up is idempotent: every process opening the store runs it. It never accepts a stream that
 would lose events or refuse writes; it changes only what is safe to change (replicas, raised to
@@ -26,7 +26,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.manager import JetStreamManager
 
 if TYPE_CHECKING:  # at run time the settings are only passed through (no import cycle)
-    from eventstore._stream import StreamSettings
+    from eventstore._records import StreamSettings
 
 __all__ = ["MIN_SERVER", "check_server", "ensure_stream", "unsafe"]
 

@@ -10,13 +10,13 @@ Select it with ``PERSISTENCE_MODULE=eventstore.jetstream``. One stream holds eve
 
 Per-aggregate optimistic concurrency uses ``Nats-Expected-Last-Subject-Sequence``; a save of
 several events (one aggregate or several, plus a tracking record) is one ADR-50 atomic batch.
-See ``_stream.py`` for the write protocol and ``_codec.py`` for the message layout.
+See ``_writes.py`` for the write protocol and ``_codec.py`` for the message layout.
 
 A message that cannot be decoded (written by something else, or damaged) raises ``DataError``
 naming its stream sequence and subject; it never stops other aggregates from loading, since
 each aggregate is read from its own subject. Reads are retried while the server is unreachable
 (they are idempotent); writes are conditional, so a lost acknowledgement is resolved by reading
-back (see ``_stream.py``): the caller gets success, IntegrityError, or an OperationalError that
+back (see ``_lost_acks.py``): the caller gets success, IntegrityError, or an OperationalError that
 says plainly whether the write may have landed (``OutcomeUnknownError``).
 
 Beyond the library's API, the application recorder offers ``insert_events_each(_async)``:
@@ -30,7 +30,7 @@ see ``JetStreamConnection.write``).
 
 (Over 400 lines on purpose: this is the persistence module ``PERSISTENCE_MODULE`` names, and the
 recorders, the subscription and the factory share one connection and one set of row decoders;
-the wire protocol itself lives in ``_stream.py``.)
+the wire protocol itself lives in ``_stream.py`` and the parts it is made of.)
 """
 
 from __future__ import annotations
@@ -62,10 +62,13 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment, EnvType, resolve_topic
 
+from eventstore._caller_loops import CallerLoops
 from eventstore._codec import decode, encode, subject_token, topic
 from eventstore._errors import OutcomeUnknownError, translate
-from eventstore._loop import CallerLoops, LoopThread, RunningLoops
-from eventstore._stream import MAX_BATCH, JetStreamLog, Row, StreamSettings, Write
+from eventstore._loop_thread import LoopThread
+from eventstore._records import MAX_BATCH, Row, StreamSettings, Write
+from eventstore._running_loops import RunningLoops
+from eventstore._stream import JetStreamLog
 
 __all__ = [
     "Factory",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aggregates import AgentId, Deliberation, DuplicateProposalError
+from aggregates import AgentAnswer, AgentId, Deliberation, DuplicateProposalError
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore, DeliberationNotFoundError
 from tests.support.deliberations import requested
@@ -28,7 +28,9 @@ def new_deliberation(num_agents: int = 3) -> Deliberation:
 def propose(agent: str, text: str = "an answer") -> Callable[[Deliberation], bool]:
     def change(d: Deliberation) -> bool:
         return d.receive_proposal(
-            agent_id=AgentId(agent), round=0, content=text, model="m", tokens=1, latency_ms=1
+            agent_id=AgentId(agent),
+            round=0,
+            answer=AgentAnswer(content=text, model="m", tokens=1, latency_ms=1),
         )
 
     return change
@@ -130,7 +132,11 @@ async def check_conflict_with_another_writer_is_retried(
 
     def write_elsewhere() -> None:
         x = other.repository.get(d.id)
-        x.receive_proposal(agent_id=a, round=0, content="other", model="m", tokens=1, latency_ms=1)
+        x.receive_proposal(
+            agent_id=a,
+            round=0,
+            answer=AgentAnswer(content="other", model="m", tokens=1, latency_ms=1),
+        )
         other.save(x)
 
     await asyncio.to_thread(write_elsewhere)  # store's cached copy is now stale

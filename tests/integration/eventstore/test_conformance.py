@@ -56,7 +56,7 @@ from eventsourcing.tests.projection import (
 from eventsourcing.utils import Environment, get_topic
 
 from eventstore._codec import encode, position
-from eventstore._stream import Write
+from eventstore._records import Write
 from eventstore.jetstream import (
     JetStreamAggregateRecorder,
     JetStreamApplicationRecorder,

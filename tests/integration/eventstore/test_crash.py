@@ -18,7 +18,7 @@ import pytest
 from eventsourcing.application import Application
 from eventsourcing.persistence import OperationalError
 
-from eventstore._stream import _RESOLVE_WINDOW
+from eventstore._lost_acks import _RESOLVE_WINDOW
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Ledger
 from tests.support.waiting import eventually_sync

@@ -21,7 +21,7 @@ from eventsourcing.domain import MutableOrImmutableAggregate
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
-from aggregates import AgentId, Deliberation
+from aggregates import AgentAnswer, AgentId, Deliberation
 from application.app import FleetApplication
 from application.replay import replay
 from application.stores import ApplicationDeliberationStore
@@ -41,10 +41,9 @@ def _propose(d: Deliberation, agent: AgentId, round_no: int) -> None:
     d.receive_proposal(
         agent_id=agent,
         round=round_no,
-        content=f"def fib(n): ...  # {agent} r{round_no}",
-        model="m",
-        tokens=7,
-        latency_ms=12,
+        answer=AgentAnswer(
+            content=f"def fib(n): ...  # {agent} r{round_no}", model="m", tokens=7, latency_ms=12
+        ),
     )
 
 

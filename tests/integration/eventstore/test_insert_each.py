@@ -190,7 +190,7 @@ def test_the_async_form_awaits_on_the_callers_loop(
 
 
 def test_run_async_returns_raises_and_times_out() -> None:
-    from eventstore._loop import LoopThread
+    from eventstore._loop_thread import LoopThread
 
     lt = LoopThread(name="test-run-async")
     try:
@@ -230,7 +230,7 @@ def test_run_async_returns_raises_and_times_out() -> None:
 def test_run_async_wakes_its_caller_when_the_loop_closes() -> None:
     from eventsourcing.persistence import ProgrammingError
 
-    from eventstore._loop import LoopThread
+    from eventstore._loop_thread import LoopThread
 
     lt = LoopThread(name="test-run-async-close")
 

@@ -23,7 +23,7 @@ from eventsourcing.persistence import (
 )
 from nats.js import api
 
-from eventstore._loop import LoopThread
+from eventstore._loop_thread import LoopThread
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter

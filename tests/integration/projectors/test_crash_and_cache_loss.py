@@ -19,7 +19,7 @@ from uuid import uuid4
 import pytest
 import valkey
 
-from aggregates import AgentId, CheckOutcome, Deliberation
+from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet.embedded.valkey import ValkeyServer
@@ -45,8 +45,11 @@ def _deliberations(n: int) -> list[Deliberation]:
         )  # fmt: skip
         d.start()
         for k, a in enumerate(d.agents):
-            d.receive_proposal(agent_id=AgentId(a), round=0, content=f"v{k}", model="m",
-                               tokens=k, latency_ms=k)  # fmt: skip
+            d.receive_proposal(
+                agent_id=AgentId(a),
+                round=0,
+                answer=AgentAnswer(content=f"v{k}", model="m", tokens=k, latency_ms=k),
+            )
         for k, a in enumerate(d.agents):
             check = CheckOutcome(check_type="lint", passed=True, score=0.5, message="ok")
             d.score(agent_id=AgentId(a), score=0.1 * k, checks=[check])

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from aggregates import AgentAnswer
 from application.stores import ApplicationDeliberationStore
 from fleet.queries import DeliberationQueries, recorder_latest_version
 from projectors import CacheProjection, GraphProjection, ProjectorRunner, view_from_aggregate
@@ -220,8 +221,11 @@ def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: Ladybu
     d.start()
     a, b = d.agents
     for agent in (a, b):
-        d.receive_proposal(agent_id=AgentId(agent), round=0, content=f"{agent} v0", model="m",
-                           tokens=1, latency_ms=1)  # fmt: skip
+        d.receive_proposal(
+            agent_id=AgentId(agent),
+            round=0,
+            answer=AgentAnswer(content=f"{agent} v0", model="m", tokens=1, latency_ms=1),
+        )
     d.receive_critique(
         agent_id=AgentId(a), round=1,
         reviews=[PeerReview(reviewer=a, target=b, score=0.25, text="misses the edge case")],
@@ -257,14 +261,23 @@ def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(tmp_path: 
     d.start()
     a, b = (AgentId(x) for x in d.agents)
     for agent in (a, b):
-        d.receive_proposal(agent_id=agent, round=0, content=f"{agent} v0", model="m",
-                           tokens=1, latency_ms=1)  # fmt: skip
-    d.revise_proposal(agent_id=a, round=1, content=f"{a} v1", model="m", tokens=1, latency_ms=1)
+        d.receive_proposal(
+            agent_id=agent,
+            round=0,
+            answer=AgentAnswer(content=f"{agent} v0", model="m", tokens=1, latency_ms=1),
+        )
+    d.revise_proposal(
+        agent_id=a,
+        round=1,
+        answer=AgentAnswer(content=f"{a} v1", model="m", tokens=1, latency_ms=1),
+    )
     check = CheckOutcome(check_type="lint", passed=True, score=1.0)
     d.score(agent_id=a, score=0.9, checks=[check])
     d.score(agent_id=b, score=0.4, checks=[check])
     d.complete()
-    d.receive_proposal(agent_id=b, round=1, content="late", model="m", tokens=1, latency_ms=1)
+    d.receive_proposal(
+        agent_id=b, round=1, answer=AgentAnswer(content="late", model="m", tokens=1, latency_ms=1)
+    )
     app.save(d)
     events = _all_events(app)
     one = LadybugGraph(tmp_path / "one" / "g")

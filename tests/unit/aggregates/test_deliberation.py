@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from aggregates import (
+    AgentAnswer,
     AgentId,
     CheckOutcome,
     DeadlineNotReachedError,
@@ -39,7 +40,9 @@ def requested(**kw: object) -> Deliberation:
 
 def propose(d: Deliberation, agent: AgentId, content: str = "def f(): ...", rnd: int = 0) -> bool:
     return d.receive_proposal(
-        agent_id=agent, round=rnd, content=content, model="m", tokens=5, latency_ms=10
+        agent_id=agent,
+        round=rnd,
+        answer=AgentAnswer(content=content, model="m", tokens=5, latency_ms=10),
     )
 
 

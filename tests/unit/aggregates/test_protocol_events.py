@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from aggregates import (
+    AgentAnswer,
     AgentId,
     Deliberation,
     DeliberationStatus,
@@ -33,7 +34,9 @@ def two_rounds() -> Deliberation:
     d.start()
     for a in (A1, A2):
         d.receive_proposal(
-            agent_id=a, round=0, content=f"v0 {a}", model="m", tokens=1, latency_ms=1
+            agent_id=a,
+            round=0,
+            answer=AgentAnswer(content=f"v0 {a}", model="m", tokens=1, latency_ms=1),
         )
     d.fail_agent(agent_id=A3, round=0, error="boom")
     return d
@@ -64,14 +67,23 @@ def test_critiques_are_recorded_once_per_reviewer_and_round() -> None:
 def test_a_revision_is_the_agents_latest_proposal_and_counts_once() -> None:
     d = two_rounds()
     assert d.revise_proposal(
-        agent_id=A1, round=1, content="v1", model="m", tokens=2, latency_ms=3, addressed=[A2]
+        agent_id=A1,
+        round=1,
+        addressed=[A2],
+        answer=AgentAnswer(content="v1", model="m", tokens=2, latency_ms=3),
     )
     assert d.final_proposals()[A1].content == "v1"
     assert d.final_proposals()[A2].content == f"v0 {A2}"
     with pytest.raises(DuplicateProposalError):
-        d.revise_proposal(agent_id=A1, round=1, content="again", model="m", tokens=1, latency_ms=1)
+        d.revise_proposal(
+            agent_id=A1,
+            round=1,
+            answer=AgentAnswer(content="again", model="m", tokens=1, latency_ms=1),
+        )
     with pytest.raises(InvalidDeliberationError):
-        d.revise_proposal(agent_id=A2, round=0, content="x", model="m", tokens=1, latency_ms=1)
+        d.revise_proposal(
+            agent_id=A2, round=0, answer=AgentAnswer(content="x", model="m", tokens=1, latency_ms=1)
+        )
 
 
 def test_ratings_feed_the_record_and_late_revisions_change_nothing() -> None:
@@ -84,7 +96,7 @@ def test_ratings_feed_the_record_and_late_revisions_change_nothing() -> None:
         d.receive_ratings(agent_id=A1, reviews=[])
     d.cancel("stop")
     assert not d.revise_proposal(
-        agent_id=A2, round=1, content="late", model="m", tokens=1, latency_ms=1
+        agent_id=A2, round=1, answer=AgentAnswer(content="late", model="m", tokens=1, latency_ms=1)
     )
     assert d.late == [A2] and d.status is DeliberationStatus.CANCELLED
     assert not d.receive_ratings(agent_id=A3, reviews=[])
@@ -94,7 +106,9 @@ def test_protocol_events_replay_to_the_same_state() -> None:
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     d = two_rounds()
     d.receive_critique(agent_id=A1, round=1, reviews=[PeerReview(A1, A2, 0.5, "ok")])
-    d.revise_proposal(agent_id=A2, round=1, content="v1", model="m", tokens=1, latency_ms=1)
+    d.revise_proposal(
+        agent_id=A2, round=1, answer=AgentAnswer(content="v1", model="m", tokens=1, latency_ms=1)
+    )
     d.receive_ratings(agent_id=A2, reviews=[PeerReview(A2, A1, 0.25, "meh", "parsed")])
     app.save(d)
     again = app.repository.get(d.id)

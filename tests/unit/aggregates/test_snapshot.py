@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aggregates import AgentId, CheckOutcome
+from aggregates import AgentAnswer, AgentId, CheckOutcome
 from aggregates.snapshot_state import SnapshotCodec
 from application.app import FleetApplication
 from tests.support.deliberations import requested
@@ -16,9 +16,18 @@ def test_snapshot_round_trips_a_completed_deliberation() -> None:
     d.start()
     for i, agent in enumerate(d.default_agents()):
         d.receive_proposal(
-            agent_id=agent, round=0, content=f"answer {i}", model="m", tokens=3, latency_ms=4,
-            temperature=0.3, seed=i, persona="p",
-        )  # fmt: skip
+            agent_id=agent,
+            round=0,
+            answer=AgentAnswer(
+                content=f"answer {i}",
+                model="m",
+                tokens=3,
+                latency_ms=4,
+                temperature=0.3,
+                seed=i,
+                persona="p",
+            ),
+        )
     for i, agent in enumerate(d.default_agents()):
         d.score(agent_id=agent, score=0.5 + i / 10, checks=[CheckOutcome("lint", True, 1.0)])
     d.complete()

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
-from aggregates import AgentId, Deliberation, deliberation_id
+from aggregates import AgentAnswer, AgentId, Deliberation, deliberation_id
 from application.app import FleetApplication
 from tests.support.deliberations import requested
 
@@ -133,11 +133,13 @@ def test_version_2_proposals_and_revisions_replay_as_not_retried() -> None:
     replayed.revise_proposal(
         agent_id=AgentId("dev-agent-1"),
         round=2,
-        content="def fib(n): return n",
-        model="qwen3",
-        tokens=9,
-        latency_ms=20,
-        thinking_retried=True,
+        answer=AgentAnswer(
+            content="def fib(n): return n",
+            model="qwen3",
+            tokens=9,
+            latency_ms=20,
+            thinking_retried=True,
+        ),
     )
     app.save(replayed)
 

@@ -6,13 +6,9 @@ The checks live in tests/support/group_commit_contract.py, so the JetStream inte
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from aggregates import Deliberation
 from application.app import FleetApplication
-from application.stores import ApplicationDeliberationStore
 from tests.support import group_commit_contract as contract
 
 pytestmark = pytest.mark.timeout(60)
@@ -59,25 +55,3 @@ async def test_a_created_aggregate_is_updated_without_a_replay() -> None:
 async def test_get_is_never_stale_after_another_writer() -> None:
     app = popo()
     await contract.check_get_is_never_stale_after_another_writer(app, app)
-
-
-async def test_without_group_commit_changes_in_order_behave_the_same() -> None:
-    app = popo()
-    store = ApplicationDeliberationStore(app, group_commit=False)
-    d = await contract.started(store)
-    a, b, _ = d.agents
-
-    def fails(x: Deliberation) -> None:
-        raise ValueError("no")
-
-    with pytest.raises(ValueError):
-        await store.update_in_order(d.id, [contract.propose(b), fails, contract.propose(a)])
-    assert contract.proposals_in_history(await store.history(d.id)) == [b, a]
-
-
-async def test_without_group_commit_updates_save_one_by_one() -> None:
-    store = ApplicationDeliberationStore(popo(), group_commit=False)
-    d = await contract.started(store)
-    await asyncio.gather(*(store.update(d.id, contract.propose(a)) for a in d.agents))
-    assert store.groups_committed == 0
-    assert sorted(contract.proposals_in_history(await store.history(d.id))) == sorted(d.agents)

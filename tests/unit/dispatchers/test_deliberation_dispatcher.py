@@ -21,7 +21,7 @@ from agent_runtime.api import (
     AssessmentInput,
     TurnResult,
 )
-from aggregates import CheckOutcome, Deliberation, DeliberationStatus
+from aggregates import AgentAnswer, CheckOutcome, Deliberation, DeliberationStatus
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
@@ -149,7 +149,9 @@ async def test_a_restarted_dispatcher_runs_only_what_is_outstanding() -> None:
     await store.update(
         d.id,
         lambda d: d.receive_proposal(
-            agent_id="dev-agent-1", round=0, content="kept", model="m", tokens=1, latency_ms=1
+            agent_id="dev-agent-1",
+            round=0,
+            answer=AgentAnswer(content="kept", model="m", tokens=1, latency_ms=1),
         ),
     )
     rt = FakeAgentRuntime()
@@ -194,7 +196,9 @@ async def test_scores_land_before_the_decision_and_a_restart_completes_from_them
         await store.update(
             d.id,
             lambda d, agent=agent: d.receive_proposal(
-                agent_id=agent, round=0, content=f"from {agent}", model="m", tokens=1, latency_ms=1
+                agent_id=agent,
+                round=0,
+                answer=AgentAnswer(content=f"from {agent}", model="m", tokens=1, latency_ms=1),
             ),
         )
     await store.update(

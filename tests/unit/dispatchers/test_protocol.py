@@ -23,7 +23,7 @@ from agent_runtime.api import (
     final_rating,
 )
 from agent_runtime.checks import assess_candidates
-from aggregates import AgentId, Deliberation, DeliberationStatus, PeerReview
+from aggregates import AgentAnswer, AgentId, Deliberation, DeliberationStatus, PeerReview
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
@@ -412,13 +412,10 @@ async def test_no_rating_is_promised_without_peer_review_or_after_a_partial_roun
     a, store, dispatcher = setup(rt)
     d = request(a, "resumed")
     await store.update(d.id, lambda d: d.start())
+    first = AgentAnswer(content=code(OK, 4), model="m", tokens=1, latency_ms=1)
     await store.update(
-        d.id,
-        lambda d: d.receive_proposal(
-            agent_id=AgentId("dev-agent-1"), round=0, content=code(OK, 4), model="m",
-            tokens=1, latency_ms=1,
-        ),
-    )  # fmt: skip
+        d.id, lambda d: d.receive_proposal(agent_id=AgentId("dev-agent-1"), round=0, answer=first)
+    )
     async with dispatcher:
         await until_terminal(store, d.id)
     assert [t.agent_id for t in rt.turns] == ["dev-agent-2", "dev-agent-3"]

@@ -17,7 +17,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from eventstore._codec import decode, encode, position, subject_token
 from eventstore._errors import WrongLastSequence, api_error, translate
-from eventstore._stream import Row
+from eventstore._records import Row
 from eventstore.jetstream import OutcomeUnknownError, _stored
 
 

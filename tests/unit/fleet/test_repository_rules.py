@@ -44,6 +44,7 @@ def test_the_code_is_mypy_strict_clean() -> None:
     pkgs = [
         "aggregates",
         "natsio",
+        "lifecycle",
         "application",
         "eventstore",
         "dispatchers",

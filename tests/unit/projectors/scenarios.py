@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
-from aggregates import AgentId, CheckOutcome, Deliberation, PeerReview
+from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation, PeerReview
 from application.app import FleetApplication
 
 POPO = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
@@ -55,10 +55,12 @@ def _propose(app: FleetApplication, d: Deliberation, agent: str, n: int) -> None
     d.receive_proposal(
         agent_id=AgentId(agent),
         round=0,
-        content=f"def add(a, b):\n    return a + b  # {agent} v{n}",
-        model="gemma-3-270m",
-        tokens=40 + n,
-        latency_ms=100 * n,
+        answer=AgentAnswer(
+            content=f"def add(a, b):\n    return a + b  # {agent} v{n}",
+            model="gemma-3-270m",
+            tokens=40 + n,
+            latency_ms=100 * n,
+        ),
     )
     _save(app, d)
 
@@ -83,7 +85,9 @@ def completed(app: FleetApplication, *, late: bool = True) -> Run:
     position = _save(app, d)
     if late:
         d.receive_proposal(
-            agent_id=agents[0], round=0, content="late", model="m", tokens=1, latency_ms=1
+            agent_id=agents[0],
+            round=0,
+            answer=AgentAnswer(content="late", model="m", tokens=1, latency_ms=1),
         )
         position = _save(app, d)
     return Run(d.id, position)
@@ -144,9 +148,16 @@ def debated(app: FleetApplication, *, rated: bool = True) -> Run:
         _save(app, d)
     for i, a in enumerate(agents[:2]):
         d.revise_proposal(
-            agent_id=a, round=1, content=f"def add(a, b):\n    return b + a  # {a} r1",
-            model="gemma-3-270m-r", tokens=60 + i, latency_ms=300 + i, addressed=list(agents),
-        )  # fmt: skip
+            agent_id=a,
+            round=1,
+            addressed=list(agents),
+            answer=AgentAnswer(
+                content=f"def add(a, b):\n    return b + a  # {a} r1",
+                model="gemma-3-270m-r",
+                tokens=60 + i,
+                latency_ms=300 + i,
+            ),
+        )
         _save(app, d)
     d.receive_ratings(agent_id=agents[0], reviews=[], error="rating call timed out")
     _save(app, d)
@@ -154,6 +165,9 @@ def debated(app: FleetApplication, *, rated: bool = True) -> Run:
         _score(app, d, a, s)
     d.complete()
     _save(app, d)
-    d.revise_proposal(agent_id=agents[2], round=1, content="too late", model="m", tokens=1,
-                      latency_ms=1)  # fmt: skip
+    d.revise_proposal(
+        agent_id=agents[2],
+        round=1,
+        answer=AgentAnswer(content="too late", model="m", tokens=1, latency_ms=1),
+    )
     return Run(d.id, _save(app, d))

@@ -1,10 +1,12 @@
-"""The one sync-to-async bridge: a daemon thread that runs an asyncio event loop.
+"""The loop thread: a daemon thread that runs an asyncio event loop, and the bridge every
+recorder call crosses from sync to async.
 
 The eventsourcing recorder API is synchronous and is called from many threads (the application
 runs in worker threads via ``asyncio.to_thread``; projection runners have their own threads).
 nats.py is asyncio-only and its client belongs to the loop it was created on. So each factory
 owns one loop in one daemon thread, the NATS connection lives there, and every recorder call
-crosses over once (but for a write that is the only one in flight: see ``CallerLoops``).
+crosses over once (but for a write that is the only one in flight: see ``_caller_loops.py``; and
+a coroutine on a running loop of its own: see ``_running_loops.py``).
 
 The crossing is a ``call_soon_threadsafe`` that starts a task (callers arriving while one is
 pending share it: one wake-up of the loop for all of them), and a plain ``threading.Lock`` the
@@ -13,41 +15,26 @@ same with a ``concurrent.futures.Future`` (a Condition, a second future chained 
 their callbacks), which cost about twice as much per crossing on this kind of machine (~60-120 µs
 against ~35-60 µs); on a single-event save, the crossing is a third of what we add to a publish.
 
-``CallerLoops`` is the other half, for writes from plain threads: each such thread gets an event
-loop and a resource (a NATS connection) of its own and runs its write on it, itself. A crossing
-is three thread wake-ups per write (caller → loop, network → loop, loop → caller), where a
-thread doing its own I/O has one; on a single-event save that was the largest cost after the
-server's own (measured: 100-200 µs of ~600). A thread already running an event loop, and the
-loop thread, cross as before, unless the call is itself a coroutine:
-
-``RunningLoops`` is the third half, for coroutines on another running loop (the dispatcher's,
-the API's): that loop gets a resource of its own, made on it, and the coroutine runs there,
-awaited directly. No thread is involved at all (a crossing costs two thread wake-ups, each
-one a GIL hand-off that waits behind whatever the other threads are doing), and the loop runs
-between calls, so its connection answers the server's pings.
-
-Nothing else in Fleet bridges sync and async; keep it that way.
+The loop thread, ``_caller_loops.py`` and ``_running_loops.py`` are the event store's bridges
+between sync and async. The layer above bridges too, the other way, on its own: the application
+layer's coroutines call the library's synchronous Application in worker threads
+(``asyncio.to_thread``), and read a blocking subscription through a thread that hands each
+notification to their event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
-import time
-import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
 from eventsourcing.persistence import ProgrammingError
 
 T = TypeVar("T")
-R = TypeVar("R")
 
-__all__ = ["CallerLoops", "LoopThread", "RunningLoops"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["LoopThread"]
 
 _PENDING: Any = object()
 
@@ -312,230 +299,3 @@ class LoopThread:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._loop.stop()
-
-
-class _Own(Generic[R]):
-    """One thread's loop and resource."""
-
-    __slots__ = ("busy", "loop", "resource", "used")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, resource: R) -> None:
-        self.loop = loop
-        self.resource = resource
-        self.used = time.monotonic()
-        self.busy = threading.Lock()  # held while the owner runs it; close() takes it too
-
-
-class CallerLoops(Generic[R]):
-    """Per-thread event loops, each with a resource made by ``setup`` on it, for threads that
-    would otherwise cross into a ``LoopThread`` and block.
-
-    Between calls a thread's loop does not run, so its resource (a NATS connection) answers no
-    server pings: one idle for ``max_idle_s`` is remade before use, well inside the server's
-    stale-connection limit (two missed pings, two minutes apart by default).
-
-    Args:
-        setup: makes the resource, on the new loop.
-        teardown: releases it, on its loop.
-        max_threads: threads beyond this many cross instead (bounds connections).
-        max_idle_s: a resource unused this long is remade before its next use.
-    """
-
-    def __init__(
-        self,
-        setup: Callable[[], Coroutine[Any, Any, R]],
-        teardown: Callable[[R], Coroutine[Any, Any, None]],
-        *,
-        max_threads: int = 64,
-        max_idle_s: float = 60.0,
-    ) -> None:
-        self._setup = setup
-        self._teardown = teardown
-        self._max_threads = max_threads
-        self._max_idle_s = max_idle_s
-        self._local = threading.local()
-        self._all: list[_Own[R]] = []
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def available(self) -> bool:
-        """Whether the calling thread may run on a loop of its own: it runs no event loop (it
-        would have to block that one instead), the store is open, and there is room."""
-        if self._closed or asyncio._get_running_loop() is not None:
-            return False
-        return getattr(self._local, "own", None) is not None or len(self._all) < self._max_threads
-
-    def run(self, op: Callable[[R], Coroutine[Any, Any, T]], *, timeout: float) -> T:
-        """Run ``op(resource)`` on the calling thread's own loop (made on first use).
-
-        Raises:
-            ProgrammingError: after close().
-            TimeoutError: ``op`` did not finish within ``timeout`` seconds; it is cancelled.
-        """
-        own = self._own()
-        with own.busy:
-            if self._closed:
-                raise ProgrammingError("the event store is closed")
-            if time.monotonic() - own.used > self._max_idle_s:
-                self._renew(own)
-            try:
-                return own.loop.run_until_complete(asyncio.wait_for(op(own.resource), timeout))
-            finally:
-                own.used = time.monotonic()
-
-    def _own(self) -> _Own[R]:
-        own: _Own[R] | None = getattr(self._local, "own", None)
-        if own is not None:
-            return own
-        loop = asyncio.new_event_loop()
-        try:
-            resource = loop.run_until_complete(self._setup())
-        except BaseException:
-            loop.close()
-            raise
-        own = _Own(loop, resource)
-        with self._lock:
-            self._all.append(own)
-        self._local.own = own
-        return own
-
-    def _renew(self, own: _Own[R]) -> None:
-        with contextlib.suppress(Exception):  # the old one may be dead already: that is why
-            own.loop.run_until_complete(self._teardown(own.resource))
-        own.resource = own.loop.run_until_complete(self._setup())
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Release every thread's resource and loop. Idempotent; a thread still running its
-        call is given ``timeout`` seconds, then its loop is left to it."""
-        self._closed = True
-        with self._lock:
-            owns, self._all = self._all, []
-        if not owns:
-            return
-        if asyncio._get_running_loop() is None:
-            self._release(owns, timeout)
-            return
-        # Closed from a running event loop (an async application's shutdown): another loop
-        # cannot run on this thread, so a helper thread runs the teardowns.
-        helper = threading.Thread(
-            target=self._release, args=(owns, timeout), name="eventstore-close", daemon=True
-        )
-        helper.start()
-        helper.join(timeout * 2)
-
-    def _release(self, owns: list[_Own[R]], timeout: float) -> None:
-        for own in owns:
-            if not own.busy.acquire(timeout=timeout):
-                _log.warning("an event-store write still running at close: left to finish")
-                continue
-            try:
-                with contextlib.suppress(Exception):
-                    own.loop.run_until_complete(
-                        asyncio.wait_for(self._teardown(own.resource), timeout)
-                    )
-                own.loop.close()
-            finally:
-                own.busy.release()
-
-
-class RunningLoops(Generic[R]):
-    """A resource per running event loop, made on that loop by ``setup`` on first use.
-
-    For coroutines that would otherwise cross into a ``LoopThread`` from a loop of their own:
-    ``await get()`` returns the calling loop's resource, which they use directly. A loop that
-    closes is forgotten with its resource (weakly keyed); ``close`` tears each one down on its
-    own loop when that loop still runs.
-
-    Args:
-        setup: makes the resource, on the calling loop.
-        teardown: releases it, on its loop.
-        max_loops: loops beyond this many get None (the caller crosses instead).
-    """
-
-    def __init__(
-        self,
-        setup: Callable[[], Coroutine[Any, Any, R]],
-        teardown: Callable[[R], Coroutine[Any, Any, None]],
-        *,
-        max_loops: int = 16,
-    ) -> None:
-        self._setup = setup
-        self._teardown = teardown
-        self._max_loops = max_loops
-        self._made: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, R] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._making: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, asyncio.Future[R | None]
-        ] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-        self._closed = False
-
-    async def get(self) -> R | None:
-        """The running loop's resource (made now if it has none), or None when closed or full.
-
-        Raises:
-            Whatever ``setup`` raises (the next call tries again).
-        """
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            made = self._made.get(loop)
-            if made is not None or self._closed:
-                return made
-            making = self._making.get(loop)
-            if making is None:
-                if len(self._made) + len(self._making) >= self._max_loops:
-                    return None
-                making = loop.create_future()
-                self._making[loop] = making
-                mine = True
-            else:
-                mine = False
-        if not mine:
-            return await asyncio.shield(making)
-        try:
-            resource = await self._setup()
-        except BaseException as e:
-            with self._lock:
-                self._making.pop(loop, None)
-            making.set_exception(e)
-            making.exception()  # retrieved: waiters re-raise it, nobody else must
-            raise
-        with self._lock:
-            self._making.pop(loop, None)
-            if self._closed:
-                keep = False
-            else:
-                self._made[loop] = resource
-                keep = True
-        if not keep:
-            await self._teardown(resource)
-            making.set_result(None)
-            return None
-        making.set_result(resource)
-        return resource
-
-    def close(self) -> None:
-        """Forget every resource; each one is torn down on its own loop if that loop still runs
-        (from that loop itself: as a task it does not wait for). Idempotent."""
-        with self._lock:
-            self._closed = True
-            made = list(self._made.items())
-            self._made.clear()
-        try:
-            current = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
-        for loop, resource in made:
-            if loop.is_closed():
-                continue
-            coro = self._teardown(resource)
-            try:
-                if loop is current:
-                    loop.create_task(coro)
-                elif loop.is_running():
-                    asyncio.run_coroutine_threadsafe(coro, loop)
-                else:
-                    coro.close()
-            except RuntimeError:  # the loop closed meanwhile
-                coro.close()
