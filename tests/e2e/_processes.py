@@ -90,3 +90,21 @@ BACKENDS = {
     "in-process": {"FLEET_AGENT_RUNTIME": "local"},
     "nats": {"FLEET_AGENT_BACKEND": "nats", "FLEET_WORKER_ACK_WAIT": "2"},
 }
+
+
+def dispatcher_env(
+    nats_url: str, stream: str, llm_url: str, backend: str = "in-process", **extra: str
+) -> dict[str, str]:
+    """The settings of a dispatcher process against the load generator at ``llm_url``, its agent
+    calls on ``backend``; ``extra`` adds or overrides settings."""
+    return {
+        "NATS_URL": nats_url,
+        "FLEET_STREAM": stream,
+        "FLEET_VLLM_URL": llm_url,
+        "FLEET_VLLM_MODEL": "loadgen",
+        "FLEET_WORK_LEASE": "2",
+        "FLEET_CACHE": "off",
+        "FLEET_PLAN_CONSUMER": "off",
+        **BACKENDS[backend],
+        **extra,
+    }

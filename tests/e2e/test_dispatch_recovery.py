@@ -20,28 +20,13 @@ from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet_testing.loadgen import LoadGenServer
-from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.e2e._processes import BACKENDS, FleetProcess, dispatcher_env
 from tests.support.deliberations import FIB_TASK, requested
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
 N = 3
-
-
-def dispatcher_env(
-    nats_url: str, stream: str, llm_url: str, backend: str = "in-process"
-) -> dict[str, str]:
-    return {
-        "NATS_URL": nats_url,
-        "FLEET_STREAM": stream,
-        "FLEET_VLLM_URL": llm_url,
-        "FLEET_VLLM_MODEL": "loadgen",
-        "FLEET_WORK_LEASE": "2",
-        "FLEET_CACHE": "off",
-        "FLEET_PLAN_CONSUMER": "off",
-        **BACKENDS[backend],
-    }
 
 
 def count(events: list[object], kind: type) -> int:

@@ -35,7 +35,7 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
-from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.e2e._processes import FleetProcess, dispatcher_env
 from tests.e2e.test_nats_backend import WorkerProcess, turn_calls
 from tests.fixtures.nats import unique_stream_name
 from tests.support.deliberations import FIB_TASK, requested
@@ -44,21 +44,6 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.timeout(240)
 
 CALL_TIMEOUT_S = 20.0
-
-
-def dispatcher_env(nats_url: str, stream: str, llm_url: str, backend: str) -> dict[str, str]:
-    return {
-        "NATS_URL": nats_url,
-        "FLEET_STREAM": stream,
-        "FLEET_VLLM_URL": llm_url,
-        "FLEET_VLLM_MODEL": "loadgen",
-        "FLEET_WORK_LEASE": "2",
-        "FLEET_CACHE": "off",
-        "FLEET_PLAN_CONSUMER": "off",
-        "FLEET_AGENT_CALL_TIMEOUT": str(CALL_TIMEOUT_S),
-        "FLEET_LOCAL_WORKERS": "0",  # the agents are the separate `fleet worker` below
-        **BACKENDS[backend],
-    }
 
 
 async def stored_results(nats_url: str, stream: str) -> int:
@@ -88,7 +73,14 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
     procs: list[FleetProcess] = []
     workers: list[WorkerProcess] = []
     async with LoadGenServer("instant", delay_s=1.5) as lg:
-        env = dispatcher_env(server.url, stream, lg.url, backend)
+        env = dispatcher_env(
+            server.url,
+            stream,
+            lg.url,
+            backend,
+            FLEET_AGENT_CALL_TIMEOUT=str(CALL_TIMEOUT_S),
+            FLEET_LOCAL_WORKERS="0",  # the agents are the separate `fleet worker` below
+        )
         if fault == "expired":
             env["FLEET_AGENT_CALL_TIMEOUT"] = "3"
         try:
