@@ -12,10 +12,25 @@ Delivery is explicit, and the rules are:
   dies in between leaves the work to be redelivered; the second answer is dropped by the results
   stream's dedupe (same ``Nats-Msg-Id``) or by the caller, and the aggregate refuses a second
   answer for the same (agent, round) in any case.
-* **Alive means heart-beating.** While a call runs the worker sends ``in_progress`` every third
-  of the ack wait, so the ack wait can be short (seconds) however long a model call takes; a
-  worker that is SIGKILLed or stalls stops heart-beating and its work is redelivered to another
-  worker after the ack wait.
+* **Alive means heart-beating.** While a call runs, and until its answer is stored, the worker
+  sends ``in_progress`` every third of the ack wait (``DEFAULT_ACK_WAIT_S``: 3 s, so a beat a
+  second), so the ack wait can be short however long a model call takes; a worker that is
+  SIGKILLed or stalls stops heart-beating and its work is redelivered to another worker within
+  the ack wait. A beat that fails (the server restarting) does not end the beating: the next one
+  is sent on time. A beat that comes later than the whole ack wait (a loop stalled that long) is
+  logged: the call may be running twice, which costs a call, never a second recorded answer.
+* **A store that fails for a while is retried in place.** When the results stream cannot take an
+  answer (nats-server restarting, a stream without quorum), the worker keeps the delivery,
+  heart-beating, and retries the store with a short back-off (``STORE_RETRY_MAX_S``) until it is
+  stored or the call's deadline passes: the answer is not thrown away, no model call is repeated
+  and no delivery of ``max_deliver`` is spent by a nak.
+* **A call comes back to the worker running it: it is not run twice.** A stall past the ack wait
+  hands a call back, and so does a beat or an ack lost while nats-server restarts: JetStream
+  takes a moment to recover its streams after the server accepts connections again, and what
+  reaches it meanwhile is dropped (seen in the restart test: a call answered and acked was
+  delivered again at its ack wait). A delivery of a call this worker is still running joins
+  that call (beating for it, acked with its answer); one of a call it has answered already is
+  acked at once. Another worker that gets it runs it again, and its answer is dropped as above.
 * **A failure is retried elsewhere, then dead-lettered.** A failed call (the model endpoint's
   error after the client's own retries, or an unexpected error) is nak'ed with back-off, so the
   next attempt may land on a worker with a healthy path to the endpoint. On the ``max_deliver``-th
@@ -42,6 +57,7 @@ once), or ``async with``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
@@ -77,13 +93,21 @@ from agent_runtime.nats_runtime import ensure_streams
 from lifecycle import BackgroundService
 from natsio import DEAD_LETTER_STREAM, dead_letter_stream_config, ensure_stream
 
-__all__ = ["AgentWorker", "CallExecutor", "WorkerStats"]
+__all__ = ["DEFAULT_ACK_WAIT_S", "AgentWorker", "CallExecutor", "WorkerStats"]
 
 log = logging.getLogger(__name__)
 
 _ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MAX_FETCHERS = 8
 """Pull subscriptions per worker (see ``run``)."""
+DEFAULT_ACK_WAIT_S = 3.0
+"""How long a silent delivery stays with its worker (``FLEET_WORKER_ACK_WAIT``). Workers beat
+every third of it, so a killed worker's call is redelivered 2-3 s after its last beat, and a
+live worker's loop may stall for ~2 s (two beats) before its call is handed to another."""
+STORE_RETRY_MAX_S = 1.0
+"""The longest pause between attempts to store an answer the results stream refused."""
+_ANSWERED_KEPT = 4096
+"""Stream sequences of answered calls a worker remembers (a late redelivery of one is acked)."""
 _TASK_PREFIX = "deliberation:"
 """A task named ``deliberation:<id>`` logs with that id (``fleet.logs``' documented hook)."""
 
@@ -141,7 +165,7 @@ class AgentWorker(BackgroundService):
         executor: CallExecutor,
         *,
         concurrency: int = 8,
-        ack_wait_s: float = 30.0,
+        ack_wait_s: float = DEFAULT_ACK_WAIT_S,
         max_deliver: int = 3,
         retry_delay_s: float = 1.0,
         drain_s: float = 10.0,
@@ -168,6 +192,10 @@ class AgentWorker(BackgroundService):
         self._replicas = replicas
         self._slots = asyncio.Semaphore(concurrency)
         self._calls: dict[asyncio.Task[None], Msg] = {}
+        self._running: dict[int, asyncio.Future[bool]] = {}
+        """Calls being run, by stream sequence: a redelivery of one joins it (``_joined``)."""
+        self._answered: collections.OrderedDict[int, None] = collections.OrderedDict()
+        """The latest calls answered here, by stream sequence: a delivery of one is stale."""
         self._advisories: Any = None
         self._subs: list[Any] = []
         self._stopped = False
@@ -274,14 +302,69 @@ class AgentWorker(BackgroundService):
         task = asyncio.current_task()
         if task is not None and work.deliberation_id:
             task.set_name(f"{_TASK_PREFIX}{work.deliberation_id}")
+        seq = msg.metadata.sequence.stream
+        if seq in self._answered:  # a delivery sent before our ack landed: ours is stored
+            log.info("worker %s: %s %s answered here already", self.worker_id, work.kind, work.key)
+            with contextlib.suppress(NatsError):
+                await msg.ack()
+            return
+        running = self._running.get(seq)
+        if running is not None and await self._joined(msg, work, running):
+            return
         remaining = work.deadline - time.time()
         if remaining <= 0:
             self.stats.expired += 1
             reason = f"{work.kind} {work.key}: deadline passed before a worker could run it"
             await self._answer(msg, work, None, error=reason)
             return
+        # Beats until the answer is stored, not only while the model runs: a store retried
+        # through a server restart must not lose the delivery to another worker meanwhile.
+        beat = asyncio.create_task(self._heartbeat(msg, work))
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._running[seq] = done
+        answered = False
+        try:
+            answered = await self._serve_beating(msg, work, remaining, deliveries)
+        finally:
+            beat.cancel()
+            if self._running.get(seq) is done:
+                del self._running[seq]
+            done.set_result(answered)
+            if answered:
+                self._answered[seq] = None
+                while len(self._answered) > _ANSWERED_KEPT:
+                    self._answered.popitem(last=False)
+
+    async def _joined(self, msg: Msg, work: WorkMessage, running: asyncio.Future[bool]) -> bool:
+        """Whether a redelivery of a call this worker still runs was answered by that call.
+
+        JetStream hands a call back after a stall past the ack wait, or when beats were lost
+        while nats-server restarted; when the delivery comes back to the worker still running
+        the call, it beats for it too and waits for that call rather than asking the model
+        again. Stored: this delivery is acked with it (True). Otherwise (a failure nak'ed for a
+        retry, a store given up) it is served as usual.
+        """
+        log.info(
+            "worker %s: %s %s redelivered while this worker still runs it: joining that call",
+            self.worker_id,
+            work.kind,
+            work.key,
+        )
+        beat = asyncio.create_task(self._heartbeat(msg, work))
+        try:
+            answered = await asyncio.shield(running)
+        finally:
+            beat.cancel()
+        if answered:
+            with contextlib.suppress(NatsError):
+                await msg.ack()
+        return answered
+
+    async def _serve_beating(
+        self, msg: Msg, work: WorkMessage, remaining: float, deliveries: int
+    ) -> bool:
+        """Run the call and answer it; whether an answer (or a final failure) was stored."""
         self.stats.in_flight += 1
-        beat = asyncio.create_task(self._heartbeat(msg))
         try:
             body = await self._execute(work, remaining)
             error = ""
@@ -290,11 +373,9 @@ class AgentWorker(BackgroundService):
         except Exception as e:  # a bug or a poisoned body: retried, then dead-lettered, named
             body, error = None, f"{work.kind} {work.key}: {type(e).__name__}: {e}"
         finally:
-            beat.cancel()
             self.stats.in_flight -= 1
         if not error:
-            await self._answer(msg, work, body)
-            return
+            return await self._answer(msg, work, body)
         if deliveries < self.max_deliver and work.deadline - time.time() > 0:
             self.stats.retried += 1
             delay = min(self._retry_delay_s * 2 ** (deliveries - 1), 30.0)
@@ -309,9 +390,9 @@ class AgentWorker(BackgroundService):
             )
             with contextlib.suppress(NatsError):
                 await msg.nak(delay=delay)
-            return
+            return False
         reason = f"{error} (attempt {deliveries} of {self.max_deliver})"
-        await self._dead_letter(msg, work, reason)
+        return await self._dead_letter(msg, work, reason)
 
     async def _execute(self, work: WorkMessage, remaining_s: float) -> Any:
         ex = self._executor
@@ -328,11 +409,36 @@ class AgentWorker(BackgroundService):
         job = asyncio.to_thread(ex.assess, assessment)
         return encode(await asyncio.wait_for(job, remaining_s))
 
-    async def _heartbeat(self, msg: Msg) -> None:
-        with contextlib.suppress(NatsError):
-            while True:
-                await asyncio.sleep(self.ack_wait_s / 3)
+    async def _heartbeat(self, msg: Msg, work: WorkMessage) -> None:
+        """``in_progress`` every third of the ack wait until cancelled.
+
+        A failed beat (the connection is down) is not the end: the next is sent on time, so the
+        delivery stays here once the server is back. A beat later than the whole ack wait means
+        this loop stalled that long: JetStream may have handed the call to another worker.
+        """
+        loop = asyncio.get_running_loop()
+        period = self.ack_wait_s / 3
+        last = loop.time()
+        while True:
+            await asyncio.sleep(period)
+            now = loop.time()
+            if now - last > self.ack_wait_s:
+                log.warning(
+                    "worker %s: %s %s heart-beat %.1f s after the last one, past the %.1f s ack "
+                    "wait (a stalled loop or a paused process): the call may be redelivered and "
+                    "run twice; raise FLEET_WORKER_ACK_WAIT if this recurs",
+                    self.worker_id,
+                    work.kind,
+                    work.key,
+                    now - last,
+                    self.ack_wait_s,
+                    extra=_about(work.deliberation_id),
+                )
+            last = now
+            try:
                 await msg.in_progress()
+            except NatsError as e:
+                log.debug("worker %s: heart-beat for %s not sent: %s", self.worker_id, work.key, e)
 
     async def _answer(
         self,
@@ -342,8 +448,8 @@ class AgentWorker(BackgroundService):
         *,
         error: str = "",
         dead_lettered: bool = False,
-    ) -> None:
-        """Store the result, then (only then) ack the work."""
+    ) -> bool:
+        """Store the result, then (only then) ack the work; whether it was stored."""
         result = ResultMessage(
             kind=work.kind,
             key=work.key,
@@ -356,14 +462,14 @@ class AgentWorker(BackgroundService):
             attempt=work.attempt,
         )
         try:
-            stored = await self._publish_result(result)  # returns once JetStream has stored it
+            stored = await self._store_result(result, work)  # once JetStream has stored it
             if msg.reply:
                 # A lost ack costs a redelivery whose answer the results stream dedupes.
                 await msg.ack()
         except (NatsError, TimeoutError) as e:
             # Not stored or not acked: the ack wait hands the work to another attempt.
             log.warning("worker %s: result for %s not stored: %s", self.worker_id, work.key, e)
-            return
+            return False
         if stored.duplicate:  # the call ran twice: worth knowing (a stall past the ack wait)
             # Not a loss: the first answer is stored and its caller reads it from the results
             # stream (``NatsAgentRuntime`` looks there before and after queuing a call).
@@ -378,6 +484,33 @@ class AgentWorker(BackgroundService):
             self.stats.failed += 1
         else:
             self.stats.answered += 1
+        return True
+
+    async def _store_result(self, result: ResultMessage, work: WorkMessage) -> PubAck:
+        """Publish ``result``, retrying in place while the stream refuses it for a while.
+
+        The delivery stays with this worker meanwhile (the caller's heart-beat runs), so a
+        nats-server restart costs seconds, not a repeated model call nor a spent delivery.
+        Gives up (raising the last error) at the call's deadline, when nobody waits any more,
+        or when the worker shuts down.
+        """
+        delay = 0.05
+        while True:
+            try:
+                return await self._publish_result(result)
+            except (NatsError, TimeoutError) as e:
+                if self._stopped or time.time() + delay >= work.deadline:
+                    raise
+                log.info(
+                    "worker %s: result for %s not stored yet (%s); retrying in %.2f s",
+                    self.worker_id,
+                    work.key,
+                    e,
+                    delay,
+                    extra=_about(work.deliberation_id),
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, STORE_RETRY_MAX_S)
 
     async def _publish_result(self, result: ResultMessage) -> PubAck:
         """Store ``result``; a second answer to one call is refused by the stream's dedupe."""
@@ -387,18 +520,19 @@ class AgentWorker(BackgroundService):
             headers={"Nats-Msg-Id": result.msg_id},
         )
 
-    async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> None:
-        """Park the work with its reason, answer the caller with that reason, drop the work."""
+    async def _dead_letter(self, msg: Msg, work: WorkMessage | None, reason: str) -> bool:
+        """Park the work with its reason, answer the caller with that reason, drop the work;
+        whether the answer was stored."""
         meta = msg.metadata
         d_id = work.deliberation_id if work is not None else ""
         await self._park(
             msg.data, msg.subject, meta.sequence.stream, meta.num_delivered, reason, d_id
         )
         if work is not None:
-            await self._answer(msg, work, None, error=reason, dead_lettered=True)
-        else:
-            with contextlib.suppress(NatsError):
-                await msg.term()
+            return await self._answer(msg, work, None, error=reason, dead_lettered=True)
+        with contextlib.suppress(NatsError):
+            await msg.term()
+        return False
 
     async def _park(
         self, data: bytes, subject: str, seq: int, deliveries: int, reason: str, d_id: str

@@ -132,10 +132,6 @@ class ApplicationDeliberationStore:
         self._cache.keep(d_id, copy.deepcopy(d))
         return d
 
-    def forget(self, aggregate_id: UUID) -> None:
-        """Drop a cached aggregate (e.g. another process changed it)."""
-        self._cache.forget(aggregate_id)
-
     def _get(self, d_id: UUID, version: int | None = None) -> Deliberation:
         try:
             d: Any = self._app.repository.get(d_id, version=version)

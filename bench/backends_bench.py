@@ -35,9 +35,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent_runtime._nats_wire import QueueNames
 from agent_runtime.api import AgentTurn, Sampling
 from agent_runtime.council import EndpointConfig, LocalAgentRuntime
+from agent_runtime.nats_runtime import QueueNames
 from fleet.embedded._process import free_port
 
 FLEET = str(Path(sys.executable).with_name("fleet"))

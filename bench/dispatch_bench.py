@@ -1,7 +1,7 @@
 """Dispatch benchmark: orchestration overhead and agent-call throughput through the whole path.
 
     .venv/bin/python bench/dispatch_bench.py [--deliberations 300] [--in-flight 50]
-        [--runtime ray|local] [--no-peer-review] [--no-group-commit] [--delay 1.0]
+        [--runtime ray|local] [--no-peer-review] [--delay 1.0]
         [--max-in-flight N] [--warmup 10]
 
 Path measured: a deliberation is requested (Requested saved to JetStream) → the dispatcher sees
@@ -255,7 +255,6 @@ async def run(args: argparse.Namespace) -> None:
         async with FleetNode(settings) as node:
             assert node.app is not None and node.store is not None
             app, store = node.app, node.store
-            store.group_commit = not args.no_group_commit
             cache_runner, board = None, None
             if "projectors" not in settings.components:
                 cache_runner, board, stop_cache = start_cache_projection(app, tmp)
@@ -375,8 +374,7 @@ async def run(args: argparse.Namespace) -> None:
         f"{args.in_flight} in flight (closed loop, after {args.warmup} warm-up), "
         f"runtime={args.runtime}, load generator "
         f"{f'+{args.delay * 1000:.0f} ms per call' if args.delay else 'instant'}, "
-        f"endpoint in-flight bound {max_in_flight}, {os.cpu_count()} cores, "
-        f"group commit {'off' if args.no_group_commit else 'on'}"
+        f"endpoint in-flight bound {max_in_flight}, {os.cpu_count()} cores"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
     if ray_raw is not None:
@@ -459,7 +457,6 @@ def main() -> None:
     p.add_argument("--in-flight", type=int, default=50)
     p.add_argument("--runtime", choices=("ray", "local"), default="ray")
     p.add_argument("--no-peer-review", action="store_true")
-    p.add_argument("--no-group-commit", action="store_true", help="one save per update")
     p.add_argument(
         "--delay", type=float, default=0.0, help="seconds the load generator waits per answer"
     )

@@ -261,12 +261,26 @@ class DeliberationDispatcher(BackgroundService):
         claim = self._claims.get(d_id)
         if claim is None or self._queue is None:
             return None
-        period = max(self._queue.lease_s / 3, 0.05)
+        lease = self._queue.lease_s
+        period = max(lease / 3, 0.05)
 
         async def beat() -> None:
+            loop = asyncio.get_running_loop()
+            last = loop.time()
             while True:
                 await asyncio.sleep(period)
-                with contextlib.suppress(Exception):
+                now = loop.time()
+                if now - last > lease:  # this loop stalled past the lease: said, not hidden
+                    log.warning(
+                        "deliberation %s: heart-beat %.1f s after the last one, past the %.1f s "
+                        "lease (a stalled loop or a paused process): another dispatcher may "
+                        "drive it too; raise FLEET_WORK_LEASE if this recurs",
+                        d_id,
+                        now - last,
+                        lease,
+                    )
+                last = now
+                with contextlib.suppress(Exception):  # a failed beat: the next one is on time
                     await claim.keep()
 
         return asyncio.create_task(beat(), name=f"heartbeat:{d_id}")

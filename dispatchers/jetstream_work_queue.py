@@ -10,13 +10,18 @@ durable pull consumer, shared by every dispatcher, hands each notice to exactly 
   so a crash between saving the event and offering it is covered by the next dispatcher's offer;
 * the owner heart-beats (``in_progress``) every ``lease_s / 3`` while it drives the deliberation
   and acks the notice when the deliberation is terminal (the stream then forgets it);
-* an owner that dies stops heart-beating: after ``lease_s`` (the consumer's ack wait) JetStream
-  redelivers the notice to another dispatcher, which derives what is outstanding from the events;
+* an owner that dies stops heart-beating: after ``lease_s`` (the consumer's ack wait,
+  ``FLEET_WORK_LEASE``, ``DEFAULT_LEASE_S``: 3 s) JetStream redelivers the notice to another
+  dispatcher, which derives what is outstanding from the events;
 * an owner that stops cleanly naks its notices, so another takes them at once.
 
-A pause longer than the lease (a stalled loop) can hand a notice to a second dispatcher while the
-first still works; the aggregate still records one answer per (agent, round), so the cost is a
-repeated call, never a repeated fact.
+The lease is short because the beats, not the lease, say "alive": with a beat a second, a killed
+dispatcher's deliberations are taken over 2-3 s after its last beat. A pause longer than about two
+beats (a stalled loop, a paused process, a nats-server restart longer than the lease) can hand a
+notice to a second dispatcher while the first still works; the aggregate still records one answer
+per (agent, round), so the cost is a repeated call, never a repeated fact. The consumer is created
+or updated with the lease each dispatcher states, so a changed ``FLEET_WORK_LEASE`` applies to an
+existing installation too (run every dispatcher with the same value: the last one started sets it).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from uuid import UUID
 import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
 from nats.js.errors import APIError
 
 from natsio import close_connection, ensure_stream, pull_batches
@@ -37,6 +42,7 @@ from natsio import close_connection, ensure_stream, pull_batches
 log = logging.getLogger(__name__)
 
 WORK_SUBJECT_PREFIX = "fleet.work.deliberation"
+DEFAULT_LEASE_S = 3.0
 
 
 class JetStreamClaim:
@@ -79,7 +85,7 @@ class JetStreamWorkQueue:
         *,
         stream: str = "FLEET_WORK",
         durable: str = "fleet-dispatchers",
-        lease_s: float = 10.0,
+        lease_s: float = DEFAULT_LEASE_S,
         owns_connection: bool = False,
         replicas: int = 1,
     ) -> None:
@@ -138,12 +144,20 @@ class JetStreamWorkQueue:
 
     async def claims(self) -> AsyncIterator[JetStreamClaim]:
         await self.ensure()
-        sub = await self._js.pull_subscribe(
-            f"{self.subject_prefix}.*",
-            durable=self._durable,
-            stream=self.stream,
-            config=ConsumerConfig(ack_wait=self.lease_s, max_deliver=-1, max_ack_pending=10_000),
+        # Create or update (``pull_subscribe`` would keep an existing consumer's ack wait, and
+        # with it the lease of whichever Fleet version created it).
+        await self._js.add_consumer(
+            self.stream,
+            ConsumerConfig(
+                durable_name=self._durable,
+                ack_policy=AckPolicy.EXPLICIT,
+                ack_wait=self.lease_s,
+                max_deliver=-1,
+                max_ack_pending=10_000,
+                filter_subject=f"{self.subject_prefix}.*",
+            ),
         )
+        sub = await self._js.pull_subscribe_bind(self._durable, self.stream)
         # One notice per fetch: with batches, a notice could wait for the next one to be
         # offered (``natsio.pull``: a pull request kept open while claims are heart-beaten).
         async for msgs in pull_batches(sub, batch=1, what=f"work queue {self._durable}"):

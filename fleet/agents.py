@@ -4,7 +4,7 @@
 
 * ``ray`` (default): warm Ray actor pools per role (``agent_runtime.ray_runtime``), or with
   ``FLEET_AGENT_RUNTIME=local`` the same council members in this process
-  (``fleet.run_dispatcher.start_agents`` builds both).
+  (``agent_runtime.council.LocalAgentRuntime``); ``start_council`` builds either.
 * ``nats``: agent calls go over a JetStream work queue to ``fleet worker`` processes
   (``agent_runtime.nats_runtime`` / ``agent_runtime.worker``). ``fleet up`` also starts
   ``FLEET_LOCAL_WORKERS`` workers per role inside its own process (default 1; set 0 where
@@ -14,16 +14,23 @@
   so the path is the one remote workers take, and ``fleet worker`` processes started anywhere
   join the same queues.
 
-``make_agent_runtime`` is what tests parametrise over backends with.
+``make_agent_runtime`` is what ``FleetNode`` calls and what tests parametrise over backends with.
+Ray itself is imported only when the Ray backend is chosen (it takes seconds to import).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
 
+import nats
+
+from agent_runtime.api import AgentRuntime
+from agent_runtime.council import CouncilMember, EndpointConfig, LocalAgentRuntime
+from agent_runtime.nats_runtime import NatsAgentRuntime, QueueNames
+from agent_runtime.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
 
@@ -32,18 +39,22 @@ log = logging.getLogger(__name__)
 BACKENDS = ("ray", "nats")
 
 
-def queue_names(settings: Settings) -> Any:
+def queue_names(settings: Settings) -> QueueNames:
     """The NATS backend's stream and subject names: namespaced by the event stream's name."""
-    from agent_runtime._nats_wire import QueueNames
-
     return QueueNames(settings.stream)
 
 
-def worker_endpoint(settings: Settings, llm_url: str, model: str) -> Any:
-    """How a worker calls the model: one client per worker, ``worker_concurrency`` in flight."""
-    from agent_runtime.council import EndpointConfig
-    from fleet.run_dispatcher import structured_output_mode
+def structured_output_mode(settings: Settings) -> str:
+    """How agents ask the model for JSON: ``FLEET_STRUCTURED_OUTPUT``, else by server."""
+    if settings.structured_output:
+        return settings.structured_output
+    # llama.cpp's server constrains with {"type": "json_object", "schema": …}; vLLM and OpenAI
+    # take the standard json_schema response format.
+    return "json_schema" if settings.vllm_url else "json_object"
 
+
+def worker_endpoint(settings: Settings, llm_url: str, model: str) -> EndpointConfig:
+    """How a worker calls the model: one client per worker, ``worker_concurrency`` in flight."""
     return EndpointConfig(
         url=llm_url,
         model=model,
@@ -63,13 +74,8 @@ async def start_workers(
     roles: Sequence[str],
     per_role: int = 1,
     drain_s: float = 10.0,
-) -> list[Any]:
+) -> list[AgentWorker]:
     """Start ``per_role`` workers for each role on one NATS connection; stopped by ``stack``."""
-    import nats
-
-    from agent_runtime.council import CouncilMember
-    from agent_runtime.worker import AgentWorker
-
     nc = await nats.connect(nats_url, name="fleet-agent-workers", max_reconnect_attempts=-1)
     stack.push_async_callback(nc.drain)
     names = queue_names(settings)
@@ -96,6 +102,45 @@ async def start_workers(
     return workers
 
 
+async def start_council(
+    stack: contextlib.AsyncExitStack, settings: Settings, llm_url: str, model: str
+) -> tuple[AgentRuntime, str]:
+    """The ``ray`` backend: warm Ray actor pools, or (``FLEET_AGENT_RUNTIME=local``) council
+    members in this process; and a line saying where they run."""
+    roles = [r.value for r in Role]
+    mode = structured_output_mode(settings)
+    if settings.agent_runtime == "local":
+        local = LocalAgentRuntime(
+            EndpointConfig(
+                llm_url,
+                model,
+                max_in_flight=settings.llm_max_in_flight,
+                structured_output=mode,
+                thinking=settings.llm_thinking,
+            ),
+            tuple(roles),
+        )
+        stack.push_async_callback(local.close)
+        return local, "local (in process)"
+    from agent_runtime.ray_runtime import RayAgentRuntime
+    from fleet.embedded.ray_local import connect_ray, disconnect_ray
+
+    info = await asyncio.to_thread(connect_ray, settings.ray_address)
+    if info["started"]:
+        stack.callback(disconnect_ray)
+    ray_runtime = await RayAgentRuntime.start(
+        llm_url,
+        model,
+        roles,
+        settings.actors_per_role,
+        max_in_flight=settings.llm_max_in_flight,
+        structured_output=mode,
+        thinking=settings.llm_thinking,
+    )
+    stack.push_async_callback(ray_runtime.close)
+    return ray_runtime, settings.ray_address or f"local {info.get('address', '')}"
+
+
 async def make_agent_runtime(
     stack: contextlib.AsyncExitStack,
     settings: Settings,
@@ -103,18 +148,13 @@ async def make_agent_runtime(
     llm_url: str,
     model: str,
     nats_url: str,
-) -> tuple[Any, str]:
+) -> tuple[AgentRuntime, str]:
     """The ``AgentRuntime`` the dispatcher calls, and a line saying where agents run.
 
     Everything started is stopped by ``stack`` (newest first).
     """
     if settings.agent_backend != "nats":
-        from fleet.run_dispatcher import start_agents
-
-        runtime, where = await start_agents(stack, settings, llm_url, model)
-        return runtime, str(where)
-    from agent_runtime.nats_runtime import NatsAgentRuntime
-
+        return await start_council(stack, settings, llm_url, model)
     roles = [r.value for r in Role]
     runtime = await NatsAgentRuntime.connect(
         nats_url,

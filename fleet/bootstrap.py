@@ -12,26 +12,27 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from agent_runtime.api import AgentRuntime
 from aggregates import Role
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
-from fleet.agents import queue_names
+from fleet.agents import make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
+from fleet.endpoints import Endpoints
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
 from fleet.listing import DeliberationListing
-from fleet.metrics import FleetMetrics, ObservedStore, agent_queues, dispatcher_queue
+from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
+from fleet.observed_store import ObservedStore
 from fleet.projection_service import (
     LocalProjections,
     ProjectionControl,
@@ -51,6 +52,13 @@ from fleet.queries import (
 from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from projectors.control import Projections
+from projectors.graph.port import DecisionGraph
+from projectors.runner import ProjectorRunner
+
+if TYPE_CHECKING:
+    from projectors.cache.valkey import ValkeyDeliberationBoard
+
+__all__ = ["RUN_FILE", "Endpoints", "FleetNode", "read_run_file"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -58,21 +66,10 @@ T = TypeVar("T")
 RUN_FILE = "run.json"
 
 
-@dataclass
-class Endpoints:
-    """Where each part listens; written to ``<data_dir>/run.json`` for the CLI."""
+class BackgroundPart(Protocol):
+    """A part that runs tasks of its own as long as the node does (dispatchers, the watch hub)."""
 
-    grpc: str = ""
-    nats_url: str = ""
-    stream: str = ""
-    valkey_url: str = ""
-    graph: str = ""
-    llm_url: str = ""
-    model: str = ""
-    ray: str = ""
-    metrics: str = ""
-    components: str = ""
-    pid: int = field(default_factory=os.getpid)
+    def background_tasks(self) -> Sequence[asyncio.Task[None]]: ...
 
 
 class FleetNode:
@@ -103,16 +100,18 @@ class FleetNode:
         self.app: FleetApplication | None = None
         self.store: ApplicationDeliberationStore | None = None
         self.queries: DeliberationQueries | None = None
-        self.runners: list[Any] = []
+        self.runners: list[ProjectorRunner] = []
         self.projections: Projections | None = None
         self.control: ProjectionControl | None = None
         """What the API asks of the projections: this node's, or those of the node running them."""
-        self.servers: dict[str, Any] = {}
+        self.servers: dict[str, object] = {}
+        """The parts this node started, by name (what ``fleet demo`` and the tests look for)."""
+        self._grpc: GrpcServer | None = None
         self.metrics: FleetMetrics | None = None
         self.hub: WatchHub | None = None
         self.traces = TraceContexts()
         """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
-        self._watched: dict[str, Any] = {}
+        self._watched: dict[str, BackgroundPart] = {}
         """Parts whose ``background_tasks()`` must run as long as the node does (``failure``)."""
 
     async def _stage(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
@@ -147,7 +146,7 @@ class FleetNode:
             self.queries = DeliberationQueries(
                 self.store, board, graph, latest_version=recorder_latest_version(self.app.recorder)
             )
-            await self._start_observability(graph)
+            await self._start_observability()
             if "agents" in runs:
                 await self._stage("LLM endpoint", self._start_llm)
                 runtime = await self._stage("agents (Ray)", self._start_agents)
@@ -218,12 +217,11 @@ class FleetNode:
 
         from projectors.cache.projection import CacheProjection
         from projectors.graph.projection import GraphProjection
-        from projectors.runner import ProjectorRunner
 
         s = self.settings
         assert self.app is not None
         projects = "projectors" in s.runs
-        graph: Any = None
+        graph: DecisionGraph | None = None
         if s.neo4j_uri:
             from neo4j import GraphDatabase
 
@@ -243,18 +241,23 @@ class FleetNode:
             # The embedded graph is one process's alone (a file lock), and a graph of our own
             # would be a private, empty one: read the projectors' graph through their node.
             self.endpoints.graph = f"nats:{subject(s.stream, 'query')}"
+        lease_ms = round(s.projection_lease_s * 1000)
         runners = []
         if graph is not None:
             self._stack.callback(graph.close)
             projection = GraphProjection(graph)
-            runners.append(ProjectorRunner(self.app, projection, retry_on=_graph_down()))
+            runners.append(
+                ProjectorRunner(self.app, projection, retry_on=_graph_down(), lease_ms=lease_ms)
+            )
 
         board = await asyncio.to_thread(self._connect_cache)
         if board is not None:
             import valkey.exceptions as vx
 
             down = (vx.ConnectionError, vx.TimeoutError)
-            runners.append(ProjectorRunner(self.app, CacheProjection(board), retry_on=down))
+            runners.append(
+                ProjectorRunner(self.app, CacheProjection(board), retry_on=down, lease_ms=lease_ms)
+            )
         if projects:  # an API-only replica reads, never projects
             for r in runners:
                 r.start()
@@ -268,6 +271,7 @@ class FleetNode:
         )
         self._stack.push_async_callback(nc.drain)
         if projects:
+            assert graph is not None  # the configured Neo4j, or the embedded graph opened above
             service = ProjectionService(nc, s.stream, graph, self.projections)
             await service.start()
             self._stack.push_async_callback(service.shutdown)
@@ -281,7 +285,7 @@ class FleetNode:
         reader = LocalGraphReader(graph) if graph is not None else RemoteGraph(requester)
         return board, reader
 
-    def _connect_cache(self) -> Any:
+    def _connect_cache(self) -> ValkeyDeliberationBoard | None:
         s = self.settings
         if not s.cache_enabled:
             return None
@@ -328,9 +332,8 @@ class FleetNode:
         self.endpoints.llm_url = llm.url
         self.endpoints.model = EMBEDDED_MODEL_ALIAS
 
-    async def _start_agents(self) -> Any:
-        from fleet.agents import make_agent_runtime  # FLEET_AGENT_BACKEND: Ray or NATS workers
-
+    async def _start_agents(self) -> AgentRuntime:
+        """The agents, on the backend ``fleet.agents`` chooses (``FLEET_AGENT_BACKEND``)."""
         runtime, where = await make_agent_runtime(
             self._stack,
             self.settings,
@@ -341,11 +344,12 @@ class FleetNode:
         self.endpoints.ray = where
         return runtime
 
-    def _observed_store(self) -> Any:
+    def _observed_store(self) -> ObservedStore:
         """The store as the API and dispatcher use it: each write timed, traced, logged by id."""
+        assert self.store is not None
         return ObservedStore(self.store, self.metrics, self.traces)
 
-    async def _start_observability(self, graph: Any) -> None:
+    async def _start_observability(self) -> None:
         """The watch hub (one fan-out of the event feed) and the metrics it feeds."""
         s = self.settings
         assert self.app is not None and self.store is not None
@@ -387,21 +391,24 @@ class FleetNode:
         )
         await server.open()
         self._stack.push_async_callback(server.shutdown)  # when start-up fails part way
-        self.servers["grpc"] = server
+        self.servers["grpc"] = self._grpc = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
-    async def _start_api(self, graph: Any) -> None:
+    async def _start_api(self, graph: GraphReader | None) -> None:
         """Bind the RPCs to the node's parts and say SERVING."""
         s = self.settings
-        assert self.queries is not None and self.hub is not None
+        assert self.queries is not None and self.hub is not None and self._grpc is not None
         services = ApiServices(
-            self._observed_store(), self.queries, default_timeout_s=s.deliberation_timeout
+            self._observed_store(),
+            self.queries,
+            default_timeout_s=s.deliberation_timeout,
+            watch=self.hub,
+            listing=DeliberationListing(graph),
+            projections=self.control,
+            endpoints=self.endpoints,
+            plan_options=plan_options(s),
         )
-        listing = DeliberationListing(graph)
-        services.extras.update(watch=self.hub, listing=listing, in_flight=listing.count_open)
-        services.extras.update(projections=self.control, endpoints=self.endpoints)
-        services.extras.update(plan_options=plan_options(s))
-        server: GrpcServer = self.servers["grpc"]
+        server = self._grpc
         server.servicer.bind(services)
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
         # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
@@ -419,7 +426,7 @@ class FleetNode:
         """Stop everything started so far, newest first. Idempotent."""
         await self._stack.aclose()
 
-    def watch(self, name: str, part: Any) -> None:
+    def watch(self, name: str, part: BackgroundPart) -> None:
         """Count ``part`` (anything with ``background_tasks()``) among those ``failure`` checks."""
         self._watched[name] = part
 

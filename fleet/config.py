@@ -132,8 +132,13 @@ class Settings:
     guided_json, none. None: json_object on the embedded model, json_schema with a URL."""
     work_sharing: bool = True
     """Dispatcher processes share deliberations through a JetStream work queue."""
-    work_lease_s: float = 10.0
-    """How long a crashed dispatcher's deliberations wait before another takes them."""
+    work_lease_s: float = 3.0
+    """How long a crashed dispatcher's deliberations wait before another takes them (the work
+    queue's ack wait; owners heart-beat every third of it, so a loop may stall ~2 s before a
+    live deliberation is handed over)."""
+    projection_lease_s: float = 3.0
+    """How long a crashed projector's lease keeps a standby (or its restart) waiting; renewed
+    every third of it. The embedded graph needs none: its file lock proves the owner gone."""
     plan_consumer: bool = True
     """The dispatcher consumes ``planning.plan.approved`` from NATS."""
     plan_agents: int = 3
@@ -146,9 +151,10 @@ class Settings:
     worker`` processes serve the queue)."""
     worker_concurrency: int = 8
     """nats backend: calls in flight per worker and role."""
-    worker_ack_wait: float = 30.0
+    worker_ack_wait: float = 3.0
     """nats backend: seconds a silent worker keeps a call before it is redelivered (workers
-    heart-beat while a call runs, so this need not cover a model call)."""
+    heart-beat every third of it while a call runs and until its answer is stored, so this need
+    not cover a model call; it bounds how long a killed worker's call waits)."""
     worker_max_deliver: int = 3
     """nats backend: attempts before a call is dead-lettered and reported failed."""
     agent_queue_dedupe_window: float = 120.0
@@ -210,7 +216,8 @@ class Settings:
             structured_output=_first(e, "FLEET_STRUCTURED_OUTPUT"),
             work_sharing=(_first(e, "FLEET_WORK_SHARING") or "on").lower()
             not in ("off", "0", "false"),
-            work_lease_s=_float(e, 10.0, "FLEET_WORK_LEASE"),
+            work_lease_s=_float(e, 3.0, "FLEET_WORK_LEASE"),
+            projection_lease_s=_float(e, 3.0, "FLEET_PROJECTION_LEASE"),
             plan_consumer=(_first(e, "FLEET_PLAN_CONSUMER") or "on").lower()
             not in ("off", "0", "false"),
             plan_agents=_int(e, 3, "FLEET_PLAN_AGENTS"),
@@ -218,7 +225,7 @@ class Settings:
             agent_backend=(_first(e, "FLEET_AGENT_BACKEND") or "ray").lower(),
             local_workers=_int(e, 1, "FLEET_LOCAL_WORKERS"),
             worker_concurrency=_int(e, 8, "FLEET_WORKER_CONCURRENCY"),
-            worker_ack_wait=_float(e, 30.0, "FLEET_WORKER_ACK_WAIT"),
+            worker_ack_wait=_float(e, 3.0, "FLEET_WORKER_ACK_WAIT"),
             worker_max_deliver=_int(e, 3, "FLEET_WORKER_MAX_DELIVER"),
             agent_queue_dedupe_window=_float(e, 120.0, "FLEET_AGENT_QUEUE_DEDUPE_WINDOW"),
         )
@@ -255,6 +262,11 @@ class Settings:
             raise ConfigError(
                 f"FLEET_LOCAL_WORKERS={self.local_workers} must be >= 0 and "
                 f"FLEET_WORKER_CONCURRENCY={self.worker_concurrency} in 1..1024"
+            )
+        if self.work_lease_s <= 0 or self.projection_lease_s <= 0:
+            raise ConfigError(
+                f"FLEET_WORK_LEASE={self.work_lease_s} and "
+                f"FLEET_PROJECTION_LEASE={self.projection_lease_s} must be > 0"
             )
         if self.worker_ack_wait <= 0 or self.worker_max_deliver < 1:
             raise ConfigError(

@@ -13,8 +13,8 @@ Metric names:
 * ``fleet_agent_tokens_total{model,kind}``: tokens, kind = completion | prompt.
 * ``fleet_agent_failures_total``: AgentFailed events.
 * ``fleet_store_write_seconds{op}``: event-store write latency, op = create | update |
-  update_in_order
-  (``ObservedStore``, wrapped around the store the API and dispatcher use).
+  update_in_order | create_plan | update_plan
+  (``fleet.observed_store.ObservedStore``, wrapped around the store the API and dispatcher use).
 * ``fleet_projection_lag_events{projection}`` and ``fleet_stream_head``: read at scrape time.
 * ``fleet_dispatcher_active_deliberations``: deliberations this dispatcher is driving.
 * ``fleet_dispatcher_pending_notices{state}``: work waiting for the dispatchers, read from the
@@ -32,31 +32,31 @@ Metric names:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-from uuid import UUID
+from typing import TYPE_CHECKING, Protocol
 
 import nats
+from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from agent_runtime._nats_wire import QueueNames
+from agent_runtime.nats_runtime import QueueNames
 from aggregates import Deliberation
-from fleet import logs
-from fleet.telemetry import TraceContexts, span, tracing_on
+from application.watch import WatchHub, _Closed
 from natsio import close_connection
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
 
-_STATUS_OF: dict[type[Any], str] = {
+log = logging.getLogger(__name__)
+
+_STATUS_OF: dict[type[object], str] = {
     Deliberation.Requested: "PENDING",
     Deliberation.Started: "IN_PROGRESS",
     Deliberation.Completed: "COMPLETED",
@@ -67,8 +67,26 @@ _STATUS_OF: dict[type[Any], str] = {
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120, 300)
 
 
+class PositionedProjection(Protocol):
+    """A projection's runner as the lag gauge reads it (``projectors.runner.ProjectorRunner``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def position(self) -> int: ...
+
+
+class ActiveCount(Protocol):
+    """Something driving deliberations (``dispatchers.deliberations.DeliberationDispatcher``)."""
+
+    @property
+    def active(self) -> int: ...
+
+
 class _Lag(Collector):
-    def __init__(self, head: Callable[[], int | None], runners: Sequence[Any]) -> None:
+    def __init__(
+        self, head: Callable[[], int | None], runners: Sequence[PositionedProjection]
+    ) -> None:
         self._head = head
         self._runners = runners
 
@@ -114,7 +132,7 @@ def agent_queues(names: QueueNames, roles: Iterable[str]) -> list[QueueProbe]:
     ]
 
 
-async def queue_depth(js: Any, probe: QueueProbe) -> tuple[int, int]:
+async def queue_depth(js: JetStreamContext, probe: QueueProbe) -> tuple[int, int]:
     """(waiting, taken) on the probe's queue: the consumer's pending and ack-pending counts."""
     try:
         info = await js.consumer_info(probe.stream, probe.durable)
@@ -157,7 +175,7 @@ class _QueueDepths(Collector):
         yield notices
         yield calls
 
-    async def refresh(self, js: Any, probes: Sequence[QueueProbe]) -> None:
+    async def refresh(self, js: JetStreamContext, probes: Sequence[QueueProbe]) -> None:
         values: dict[QueueProbe, tuple[int, int]] = {}
         for probe in probes:
             try:
@@ -193,13 +211,13 @@ class FleetMetrics:
         self.watch_streams = Gauge(
             "fleet_watch_streams", "Open StreamDeliberation watchers", registry=r
         )
-        self._server: Any = None
+        self._server: WSGIServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._queues = _QueueDepths()
         self._queues_task: asyncio.Task[None] | None = None
-        self._queues_nc: Any = None
+        self._queues_nc: NATS | None = None
 
-    def observe(self, e: Any) -> None:
+    def observe(self, e: object) -> None:
         """Count one domain event."""
         status = _STATUS_OF.get(type(e))
         if status is not None:
@@ -212,13 +230,15 @@ class FleetMetrics:
         elif isinstance(e, Deliberation.AgentFailed):
             self.agent_failures.inc()
 
-    def track_projections(self, head: Callable[[], int | None], runners: Sequence[Any]) -> None:
+    def track_projections(
+        self, head: Callable[[], int | None], runners: Sequence[PositionedProjection]
+    ) -> None:
         self.registry.register(_Lag(head, runners))
 
-    def track_dispatcher(self, dispatcher: Any) -> None:
+    def track_dispatcher(self, dispatcher: ActiveCount) -> None:
         self.dispatcher_active.set_function(lambda: float(dispatcher.active))
 
-    def track_watchers(self, hub: Any) -> None:
+    def track_watchers(self, hub: WatchHub) -> None:
         self.watch_streams.set_function(lambda: float(hub.watchers))
 
     async def track_queues(
@@ -228,10 +248,9 @@ class FleetMetrics:
         ``interval_s`` on a NATS connection of the metrics' own (closed by ``stop``)."""
         if self._queues_task is not None:
             raise RuntimeError("track_queues: already tracking queues")
-        self._queues_nc = await nats.connect(
-            nats_url, name="fleet-metrics", max_reconnect_attempts=-1
-        )
-        js = self._queues_nc.jetstream()
+        nc = await nats.connect(nats_url, name="fleet-metrics", max_reconnect_attempts=-1)
+        self._queues_nc = nc
+        js = nc.jetstream()
         await self._queues.refresh(js, probes)  # the first scrape already has them
         self.registry.register(self._queues)
 
@@ -242,10 +261,8 @@ class FleetMetrics:
 
         self._queues_task = asyncio.create_task(poll(), name="metrics-queues")
 
-    async def follow(self, hub: Any) -> None:
+    async def follow(self, hub: WatchHub) -> None:
         """Observe every event the hub routes, until cancelled or the hub stops."""
-        from application.watch import _Closed
-
         async with hub.subscribe(None) as q:
             while True:
                 e = await q.get()
@@ -253,7 +270,7 @@ class FleetMetrics:
                     return
                 self.observe(e)
 
-    def start(self, hub: Any, host: str, port: int) -> int:
+    def start(self, hub: WatchHub, host: str, port: int) -> int:
         """Serve /metrics on (host, port) and follow ``hub``; returns the bound port."""
         bound = self.serve(host, port)
         self._task = asyncio.create_task(self.follow(hub), name="metrics")
@@ -263,8 +280,9 @@ class FleetMetrics:
         """Serve /metrics on (host, port) with no event feed (``fleet worker``); the bound port."""
         from prometheus_client import start_http_server
 
-        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
-        return int(self._server.server_address[1])
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        self._server = server
+        return int(server.server_address[1])
 
     async def stop(self) -> None:
         for task in (self._task, self._queues_task):
@@ -275,82 +293,7 @@ class FleetMetrics:
         if self._queues_nc is not None:
             await close_connection(self._queues_nc)
             self._queues_nc = None
-        if self._server is not None:
-            await asyncio.to_thread(self._server.shutdown)
-            self._server.server_close()
-            self._server = None
-
-
-class ObservedStore:
-    """The deliberation store, with each write timed, traced and logged under its id.
-
-    Delegates everything to the store it wraps; the dispatcher and the API use it unchanged.
-    Each deliberation it loads tells ``traces`` which trace it belongs to (the ``traceparent``
-    recorded in its ``Requested``), and its writes join that trace (see ``fleet.telemetry``).
-    Every write method of ``dispatchers.ports.DeliberationStore`` is wrapped here: one that
-    fell through ``__getattr__`` would write untimed and outside the deliberation's trace.
-    """
-
-    def __init__(
-        self, inner: Any, metrics: FleetMetrics | None, traces: TraceContexts | None = None
-    ) -> None:
-        self._inner = inner
-        self._metrics = metrics
-        self._traces = traces or TraceContexts()
-
-    async def get(self, deliberation_id: UUID, version: int | None = None) -> Deliberation:
-        d: Deliberation = await self._inner.get(deliberation_id, version)
-        self._traces.remember(str(deliberation_id), d.trace_context)
-        return d
-
-    async def last_known(self, deliberation_id: UUID) -> Deliberation:
-        d: Deliberation = await self._inner.last_known(deliberation_id)
-        self._traces.remember(str(deliberation_id), d.trace_context)
-        return d
-
-    async def create(self, deliberation: Deliberation) -> tuple[Deliberation, bool]:
-        d_id = str(deliberation.id)
-        with self._observed("create", d_id, parent=""):
-            result: tuple[Deliberation, bool] = await self._inner.create(deliberation)
-            self._traces.remember(d_id, result[0].trace_context)
-            return result
-
-    async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
-        d_id = str(deliberation_id)
-        with self._observed("update", d_id, parent=await self._trace_of(deliberation_id)):
-            result: T = await self._inner.update(deliberation_id, change)
-            return result
-
-    async def update_in_order(
-        self, deliberation_id: UUID, changes: Sequence[Callable[[Deliberation], T]]
-    ) -> list[T]:
-        d_id = str(deliberation_id)
-        parent = await self._trace_of(deliberation_id)
-        with self._observed("update_in_order", d_id, parent=parent, changes=len(changes)):
-            results: list[T] = await self._inner.update_in_order(deliberation_id, changes)
-            return results
-
-    async def _trace_of(self, deliberation_id: UUID) -> str:
-        """The deliberation's recorded ``traceparent``; loaded first when tracing is on and this
-        process has not seen it yet (a restarted dispatcher): the write belongs in that trace."""
-        d_id = str(deliberation_id)
-        if tracing_on() and not self._traces.knows(d_id):
-            await self.last_known(deliberation_id)
-        return self._traces.of(d_id)
-
-    @contextlib.contextmanager
-    def _observed(self, op: str, d_id: str, *, parent: str, **attrs: Any) -> Iterator[None]:
-        """Logs bound to the deliberation, a ``store <op>`` span, and the write's latency."""
-        with (
-            logs.bind(d_id),
-            span(f"store {op}", parent=parent, **{"fleet.deliberation_id": d_id}, **attrs),
-        ):
-            t0 = time.perf_counter()
-            try:
-                yield
-            finally:
-                if self._metrics is not None:
-                    self._metrics.store_seconds.labels(op).observe(time.perf_counter() - t0)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        server, self._server = self._server, None
+        if server is not None:
+            await asyncio.to_thread(server.shutdown)
+            server.server_close()

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
+from eventsourcing.persistence import AggregateRecorder
+
 from aggregates import deliberation_id
 from application.stores import ApplicationDeliberationStore
 from application.timeline import History, fold_history
@@ -37,7 +39,7 @@ LatestVersion = Callable[[UUID], "int | None"]
 """The last stored version of one aggregate (None: no events), straight from the event store."""
 
 
-def recorder_latest_version(recorder: Any) -> LatestVersion:
+def recorder_latest_version(recorder: AggregateRecorder) -> LatestVersion:
     """``LatestVersion`` over an eventsourcing recorder (one "last event of a subject" read)."""
 
     def latest(aggregate_id: UUID) -> int | None:

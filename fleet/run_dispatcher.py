@@ -1,26 +1,29 @@
-"""Wiring of the dispatch side of a Fleet process: agents, the deliberation and plan dispatchers,
-the work queue shared with other dispatcher processes, and the plan-approval consumer.
+"""Wiring of the dispatch side of a Fleet process: the deliberation and plan dispatchers, the work
+queue shared with other dispatcher processes, and the plan-approval consumer.
 
-``FleetNode`` (``fleet/bootstrap.py``) calls ``start_agents`` and ``start_dispatch`` for the
-``agents`` and ``dispatcher`` components; ``fleet up --components dispatcher`` therefore runs a
+``FleetNode`` (``fleet/bootstrap.py``) builds the agents with ``fleet.agents.make_agent_runtime``
+(the one module that chooses the agent backend) and calls ``start_dispatch`` for the
+``dispatcher`` component; ``fleet up --components dispatcher`` therefore runs a
 dispatcher process of its own (several of them share the work), and the recovery tests SIGKILL
 exactly that process.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from aggregates import Role
+from agent_runtime.api import AgentRuntime
+from application.ports import EventFeed
 from dispatchers.councils import Councils, parse_councils
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from dispatchers.plans import PlanDispatcher, PlanOptions
+from dispatchers.jetstream_work_queue import JetStreamWorkQueue
+from dispatchers.plan_approvals import PlanApprovalConsumer
+from dispatchers.plans import PlanDeliberationStore, PlanDispatcher, PlanOptions
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -37,8 +40,8 @@ def plan_options(s: Settings) -> PlanOptions:
 class DispatchParts:
     dispatcher: DeliberationDispatcher
     plans: PlanDispatcher
-    work_queue: Any = None
-    plan_consumer: Any = None
+    work_queue: JetStreamWorkQueue | None = None
+    plan_consumer: PlanApprovalConsumer | None = None
 
 
 def load_councils(raw: str | None) -> Councils:
@@ -65,70 +68,23 @@ def load_councils(raw: str | None) -> Councils:
     return parse_councils(data)
 
 
-def structured_output_mode(settings: Settings) -> str:
-    if settings.structured_output:
-        return settings.structured_output
-    # llama.cpp's server constrains with {"type": "json_object", "schema": …}; vLLM and OpenAI
-    # take the standard json_schema response format.
-    return "json_schema" if settings.vllm_url else "json_object"
-
-
-async def start_agents(
-    stack: contextlib.AsyncExitStack, settings: Settings, llm_url: str, model: str
-) -> tuple[Any, str]:
-    """The agent runtime: warm Ray actor pools, or council members in this process."""
-    from agent_runtime.council import EndpointConfig, LocalAgentRuntime
-
-    roles = [r.value for r in Role]
-    mode = structured_output_mode(settings)
-    if settings.agent_runtime == "local":
-        runtime: Any = LocalAgentRuntime(
-            EndpointConfig(
-                llm_url,
-                model,
-                max_in_flight=settings.llm_max_in_flight,
-                structured_output=mode,
-                thinking=settings.llm_thinking,
-            ),
-            tuple(roles),
-        )
-        stack.push_async_callback(runtime.close)
-        return runtime, "local (in process)"
-    from agent_runtime.ray_runtime import RayAgentRuntime
-    from fleet.embedded.ray_local import connect_ray, disconnect_ray
-
-    info = await asyncio.to_thread(connect_ray, settings.ray_address)
-    if info["started"]:
-        stack.callback(disconnect_ray)
-    runtime = await RayAgentRuntime.start(
-        llm_url,
-        model,
-        roles,
-        settings.actors_per_role,
-        max_in_flight=settings.llm_max_in_flight,
-        structured_output=mode,
-        thinking=settings.llm_thinking,
-    )
-    stack.push_async_callback(runtime.close)
-    return runtime, settings.ray_address or f"local {info.get('address', '')}"
-
-
 async def start_dispatch(
     stack: contextlib.AsyncExitStack,
     settings: Settings,
     *,
-    store: Any,
-    feed_factory: Any,
-    runtime: Any,
+    store: PlanDeliberationStore,
+    feed_factory: Callable[[], EventFeed],
+    runtime: AgentRuntime,
     nats_url: str,
     model: str,
 ) -> DispatchParts:
-    """Start the dispatchers (and their NATS parts) on ``stack``; they stop in reverse."""
+    """Start the dispatchers (and their NATS parts) on ``stack``; they stop in reverse.
+
+    ``feed_factory`` gives each dispatcher an event feed of its own.
+    """
     s = settings
     work_queue = None
     if s.work_sharing:
-        from dispatchers.jetstream_work_queue import JetStreamWorkQueue
-
         work_queue = await JetStreamWorkQueue.connect(
             nats_url, stream=f"{s.stream}_WORK", lease_s=s.work_lease_s, replicas=s.stream_replicas
         )
@@ -151,8 +107,6 @@ async def start_dispatch(
     await stack.enter_async_context(plans)
     consumer = None
     if s.plan_consumer:
-        from dispatchers.plan_approvals import PlanApprovalConsumer
-
         consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
         await stack.enter_async_context(consumer)
     return DispatchParts(dispatcher, plans, work_queue, consumer)

@@ -7,8 +7,8 @@ is a no-op and a span costs a function call.
 What is traced, each span carrying ``fleet.deliberation_id`` when it is about one:
 
 * every API call: ``rpc <Method>`` (``fleet.grpc._errors.translated``), with ``fleet.task_id``;
-* every event-store write: ``store create`` / ``store update`` (``fleet.metrics.ObservedStore``),
-  whether from the API or the dispatcher;
+* every event-store write: ``store <op>`` (``fleet.observed_store.ObservedStore``: create,
+  update, update_in_order, create_plan, update_plan), whether from the API or the dispatcher;
 * every agent call and assessment: ``agent run_turn`` (agent, round, model, tokens) and
   ``agent assess`` (``TracedAgentRuntime``, wrapped around the runtime the dispatcher is given).
 
@@ -31,6 +31,17 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import AttributeValue
+
+from agent_runtime.api import (
+    AgentRuntime,
+    AgentTurn,
+    Assessment,
+    AssessmentInput,
+    ReviewInput,
+    ReviewResult,
+    TurnResult,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +52,9 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 
 @contextlib.contextmanager
-def span(name: str, *, parent: str = "", **attributes: Any) -> Iterator[Any]:
+def span(
+    name: str, *, parent: str = "", **attributes: AttributeValue | None
+) -> Iterator[trace.Span]:
     """A span named ``name`` with the non-empty ``attributes`` (no-op without a provider).
 
     Args:
@@ -51,7 +64,7 @@ def span(name: str, *, parent: str = "", **attributes: Any) -> Iterator[Any]:
     if not tracing_on():  # the common case: no span, and none of its set-up either
         yield trace.INVALID_SPAN  # records nothing; set_attribute and the like are no-ops
         return
-    attrs = {k: v for k, v in attributes.items() if v not in (None, "")}
+    attrs = {k: v for k, v in attributes.items() if v is not None and v != ""}
     context = _PROPAGATOR.extract({"traceparent": parent}) if parent else None
     with tracer.start_as_current_span(name, context=context, attributes=attrs) as s:
         yield s
@@ -132,30 +145,27 @@ def configure_tracing(endpoint: str | None, service_name: str) -> Callable[[], N
     return provider.shutdown
 
 
-class TracedAgentRuntime:
+class TracedAgentRuntime(AgentRuntime):
     """An ``AgentRuntime`` that traces each call of the one it wraps (and changes nothing else),
     in the trace of the deliberation the call is for (``traces``)."""
 
-    def __init__(self, inner: Any, traces: TraceContexts | None = None) -> None:
+    def __init__(self, inner: AgentRuntime, traces: TraceContexts | None = None) -> None:
         self._inner = inner
         self._traces = traces or TraceContexts()
 
-    async def run_turn(self, turn: Any) -> Any:
-        with span(
-            "agent run_turn",
-            parent=self._traces.of(turn.deliberation_id),
-            **{
-                "fleet.deliberation_id": turn.deliberation_id,
-                "fleet.agent_id": turn.agent_id,
-                "fleet.round": turn.round,
-            },
-        ) as s:
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        about: dict[str, AttributeValue] = {
+            "fleet.deliberation_id": turn.deliberation_id,
+            "fleet.agent_id": turn.agent_id,
+            "fleet.round": turn.round,
+        }
+        with span("agent run_turn", parent=self._traces.of(turn.deliberation_id), **about) as s:
             result = await self._inner.run_turn(turn)
-            s.set_attribute("fleet.model", str(getattr(result, "model", "")))
-            s.set_attribute("fleet.tokens", int(getattr(result, "completion_tokens", 0) or 0))
+            s.set_attribute("fleet.model", result.model)
+            s.set_attribute("fleet.tokens", result.completion_tokens)
             return result
 
-    async def review(self, request: Any) -> Any:
+    async def review(self, request: ReviewInput) -> ReviewResult:
         with span(
             "agent review",
             parent=self._traces.of(request.deliberation_id),
@@ -167,10 +177,10 @@ class TracedAgentRuntime:
         ):
             return await self._inner.review(request)
 
-    def precheck(self, request: Any) -> None:
+    def precheck(self, request: AssessmentInput) -> None:
         self._inner.precheck(request)
 
-    async def assess(self, request: Any) -> Any:
+    async def assess(self, request: AssessmentInput) -> list[Assessment]:
         with span(
             "agent assess",
             parent=self._traces.of(request.deliberation_id),
@@ -180,6 +190,3 @@ class TracedAgentRuntime:
 
     async def close(self) -> None:
         await self._inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)

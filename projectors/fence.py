@@ -7,6 +7,12 @@ paused, partitioned or simply slower than its replacement is refused (``Projecti
 instead of writing on top of it. The claim also takes a lease (``lease_ms``), renewed by each
 write and by the runner while idle: a standby instance takes over only once the owner has gone
 quiet for a whole lease, and safety never depends on clocks, only on the epoch check.
+
+The lease is short (``DEFAULT_LEASE_MS``: 3 s, ``FLEET_PROJECTION_LEASE``) because it only
+decides *when* a crashed owner's work moves, never whether two write: the runner renews it every
+second, so a restarted or standby projector resumes within about 3 s of the crash. A write or a
+checkpoint longer than the lease lets a standby claim meanwhile; the fence then refuses the old
+owner's next write, and it stands by (a handover, not a lost or doubled event).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from dataclasses import dataclass
 
 __all__ = ["DEFAULT_LEASE_MS", "Fence", "now_ms"]
 
-DEFAULT_LEASE_MS = 10_000
+DEFAULT_LEASE_MS = 3_000
 
 
 def now_ms() -> int:

@@ -6,12 +6,18 @@ import argparse
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console
 
 from fleet.config import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from fleet.client import ClientSecurity, FleetClient
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What each command module's ``register(subparsers)`` adds its parser to."""
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
@@ -99,7 +105,7 @@ CLIENT_ENV = (
 """What the CLI reads from the environment to reach the API (besides Settings)."""
 
 
-def client_security(args: argparse.Namespace) -> Any:
+def client_security(args: argparse.Namespace) -> ClientSecurity:
     """TLS files and token: flags first, then the environment. The token is never a flag's
     value (it would show in ``ps``): use ``--token-file`` or ``FLEET_API_TOKEN``."""
     from fleet.client import ClientSecurity
@@ -135,11 +141,11 @@ def client_security(args: argparse.Namespace) -> Any:
     )
 
 
-def client(args: argparse.Namespace, **kw: Any) -> Any:
+def client(args: argparse.Namespace, *, timeout: float = 30.0) -> FleetClient:
     """A FleetClient for the command's address and security options (use ``async with``)."""
     from fleet.client import FleetClient
 
-    return FleetClient(api_address(args), security=client_security(args), **kw)
+    return FleetClient(api_address(args), timeout=timeout, security=client_security(args))
 
 
 CONNECT_TIMEOUT_S = 3.0

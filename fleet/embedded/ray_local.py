@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 LOCAL_ONLY_ENV = {
     # Single-host mode: every Ray address is loopback (see the module docstring).
@@ -24,13 +24,24 @@ LOCAL_ONLY_ENV = {
 }
 
 
+class RayConnection(TypedDict):
+    """What ``connect_ray`` did."""
+
+    address: str
+    """The GCS address (or "already initialised")."""
+    started: bool
+    """Whether this call started Ray (then it shuts it down: ``disconnect_ray``)."""
+    temp_dir: NotRequired[str]
+    """A private local instance's temp folder."""
+
+
 def connect_ray(
     address: str | None,
     *,
     num_cpus: int | None = None,
     object_store_bytes: int = 256 * 1024 * 1024,
     runtime_env: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> RayConnection:
     """``ray.init`` unless this process already did; ``started`` says whether this call did.
 
     Whoever started Ray shuts it down: a test session shares one instance across many nodes.

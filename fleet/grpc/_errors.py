@@ -6,7 +6,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import grpc
 from eventsourcing.persistence import OperationalError
@@ -27,6 +27,9 @@ from projectors.errors import NothingToVerifyError, UnknownProjectionError
 
 log = logging.getLogger(__name__)
 
+Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
+"""A servicer method's context (grpc's stubs leave its request and response types open)."""
+
 _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     InvalidDeliberationError: grpc.StatusCode.INVALID_ARGUMENT,
     QueryRefusedError: grpc.StatusCode.INVALID_ARGUMENT,
@@ -43,6 +46,8 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
 }
 
 R = TypeVar("R")
+S = TypeVar("S")
+Q = TypeVar("Q")
 
 
 def _status_for(e: Exception) -> grpc.StatusCode | None:
@@ -53,7 +58,7 @@ def _status_for(e: Exception) -> grpc.StatusCode | None:
     return None
 
 
-async def _abort(context: grpc.aio.ServicerContext[Any, Any], e: Exception, method: str) -> None:
+async def _abort(context: Ctx, e: Exception, method: str) -> None:
     code = _status_for(e)
     if code is None:
         # An internal error: log it whole, tell the caller only that it happened and where to look.
@@ -63,22 +68,22 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], e: Exception, meth
         await context.abort(code, str(e))
 
 
-def _about(request: Any) -> tuple[str, str]:
+def _about(request: object) -> tuple[str, str]:
     """(task id, deliberation id) a request is about, or empty strings."""
     task = str(getattr(request, "task_id", "") or "")
     return task, str(deliberation_id(task)) if task else ""
 
 
 def translated(
-    fn: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]],
-) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[R]]:
+    fn: Callable[[S, Q, Ctx], Awaitable[R]],
+) -> Callable[[S, Q, Ctx], Awaitable[R]]:
     """Wrap a unary servicer method so domain errors become the right status code.
 
     It also opens the call's span and binds the deliberation id for the call's log lines.
     """
 
     @functools.wraps(fn)
-    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
+    async def wrapper(self: S, request: Q, context: Ctx) -> R:
         task, d_id = _about(request)
         try:
             with (
@@ -98,14 +103,12 @@ def translated(
 
 
 def translated_stream(
-    fn: Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[R]],
-) -> Callable[[Any, Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[R]]:
+    fn: Callable[[S, Q, Ctx], AsyncIterator[R]],
+) -> Callable[[S, Q, Ctx], AsyncIterator[R]]:
     """The same for server-streaming methods."""
 
     @functools.wraps(fn)
-    async def wrapper(
-        self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[R]:
+    async def wrapper(self: S, request: Q, context: Ctx) -> AsyncIterator[R]:
         _, d_id = _about(request)
         # No span across a stream (it may last minutes); the log context covers its lines.
         token = logs.deliberation_context.set(d_id)

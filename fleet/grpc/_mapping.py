@@ -10,6 +10,7 @@ from typing import Any
 
 from aggregates import (
     CheckOutcome,
+    Deliberation,
     DeliberationStatus,
     InvalidDeliberationError,
     Role,
@@ -224,14 +225,12 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
 def new_deliberation(
     request: pb.DeliberateRequest,
     *,
-    now: Any,
+    now: datetime,
     default_timeout_s: int,
     new_task_id: str,
     trace_context: str = "",
-) -> Any:
+) -> Deliberation:
     """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself)."""
-    from aggregates import Deliberation
-
     c = request.constraints
     if c.timeout_seconds < 0:
         raise InvalidDeliberationError(

@@ -1,13 +1,20 @@
-"""What the servicer's methods work with: one frozen bundle, built by ``fleet/bootstrap.py``."""
+"""What the servicer's methods work with: one frozen bundle, built by ``fleet/bootstrap.py``.
+
+Each part an RPC needs is a typed field; the optional ones are None on a node (or in a test)
+that does not serve them, and the RPCs that need them answer UNAVAILABLE there.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
-from application.stores import ApplicationDeliberationStore
+from application.watch import WatchHub
+from dispatchers.plans import PlanDeliberationStore, PlanOptions
+from fleet.endpoints import Endpoints
+from fleet.listing import DeliberationListing
+from fleet.projection_service import ProjectionControl
 from fleet.queries import DeliberationQueries
 
 
@@ -17,10 +24,19 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class ApiServices:
-    store: ApplicationDeliberationStore
+    store: PlanDeliberationStore
+    """Where the API's writes go (``fleet.observed_store.ObservedStore`` in a node)."""
     queries: DeliberationQueries
     default_timeout_s: int
     clock: Callable[[], datetime] = field(default=_utc_now)
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Parts later RPCs need (plans, node status, …), by name, so adding one changes no
-    constructor signature; each RPC module documents the key it reads."""
+    watch: WatchHub | None = None
+    """Live events, for StreamDeliberation."""
+    listing: DeliberationListing | None = None
+    """ListDeliberations, and the count of open deliberations GetStatus shows."""
+    projections: ProjectionControl | None = None
+    """This node's projections, or those of the node that runs them: their status, rebuild and
+    verify (GetStatus lists none without it)."""
+    endpoints: Endpoints | None = None
+    """Where this node's parts listen, shown by GetStatus."""
+    plan_options: PlanOptions = field(default_factory=PlanOptions)
+    """How ApprovePlan shapes a plan's deliberations (as the plan dispatcher does)."""

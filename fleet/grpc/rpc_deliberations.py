@@ -1,8 +1,7 @@
 """RPCs that start, watch, list and cancel deliberations, and read their outcome.
 
-Extras read from ``ApiServices.extras``: ``"watch"`` (an ``application.watch.WatchHub``, for
-StreamDeliberation) and ``"listing"`` (a ``fleet.listing.DeliberationListing``). Without them
-those RPCs answer UNAVAILABLE.
+StreamDeliberation needs ``ApiServices.watch`` and ListDeliberations ``ApiServices.listing``;
+without them those RPCs answer UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -10,29 +9,26 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, TypeAlias
-
-import grpc
+from typing import TypeVar
 
 from aggregates import Deliberation, deliberation_id
 from application.stores import DeliberationNotFoundError
-from application.watch import ProgressTracker, WatchHub
+from application.watch import ProgressTracker
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated, translated_stream
+from fleet.grpc._errors import Ctx, translated, translated_stream
 from fleet.grpc._services import ApiServices
-from fleet.listing import DeliberationListing
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.queries import ServiceUnavailableError
 from fleet.telemetry import current_traceparent
 
 log = logging.getLogger(__name__)
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
+P = TypeVar("P")
 
 
-def _extra(services: ApiServices, key: str) -> Any:
-    part = services.extras.get(key)
+def _served(part: P | None, name: str) -> P:
+    """``part``, or UNAVAILABLE on a node that does not serve it."""
     if part is None:
-        raise ServiceUnavailableError(f"this node does not serve {key!r}")
+        raise ServiceUnavailableError(f"this node does not serve {name!r}")
     return part
 
 
@@ -84,7 +80,7 @@ class DeliberationRpcs:
         A resumed stream replays the progress so far, then continues live. A task id that names
         nothing, with no task description to start it from, is NOT_FOUND.
         """
-        hub: WatchHub = _extra(self.services, "watch")
+        hub = _served(self.services.watch, "watch")
         d_id = await self._stream_target(request)
         tracker = ProgressTracker()
         role = request.role
@@ -109,7 +105,7 @@ class DeliberationRpcs:
     async def ListDeliberations(
         self, request: pb.ListDeliberationsRequest, context: Ctx
     ) -> pb.ListDeliberationsResponse:
-        listing: DeliberationListing = _extra(self.services, "listing")
+        listing = _served(self.services.listing, "listing")
         page = await listing.list(
             _mapping.list_filter(request),
             page_size=request.page_size,

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
-
-import grpc
-
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated
+from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 class HistoryRpcs:

@@ -5,23 +5,16 @@ requested, one per role, before the answer: the task ids it names (they derive f
 can be read, watched or cancelled at once. The plan dispatcher does the same for every approval on
 the feed, so a node stopped between the two writes loses nothing.
 
-Extras read from ``ApiServices.extras``: ``"plan_options"`` (a ``dispatchers.plans.PlanOptions``;
-the defaults without it).
+The deliberations are shaped by ``ApiServices.plan_options``, as the plan dispatcher shapes them.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
-
-import grpc
-
-from dispatchers.plans import PlanApproval, PlanOptions, approve_plan, request_deliberations
+from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
 from fleet.grpc import _mapping
-from fleet.grpc._errors import translated
+from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 class PlanRpcs:
@@ -45,8 +38,7 @@ class PlanRpcs:
         s = self.services
         now = s.clock()
         plan, created = await approve_plan(s.store, approval, now=now)
-        options = s.extras.get("plan_options") or PlanOptions()
-        await request_deliberations(s.store, plan.id, options, now)
+        await request_deliberations(s.store, plan.id, s.plan_options, now)
         return pb.ApprovePlanResponse(
             plan_id=plan.plan_id, task_ids=plan.task_ids(), created=created
         )

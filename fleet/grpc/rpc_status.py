@@ -1,11 +1,9 @@
 """RPCs about the node itself: status and projection lag, projection rebuild and verification.
 
-Extras read from ``ApiServices.extras``: ``"projections"`` (a
-``fleet.projection_service.ProjectionControl``: this node's projections, or those of the node that
-runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
-``"endpoints"`` (``fleet.bootstrap.Endpoints``, shown by GetStatus) and, optionally,
-``"in_flight"`` (an async callable returning how many deliberations are open:
-``DeliberationListing.count_open``).
+Parts read from ``ApiServices``: ``projections`` (this node's projections, or those of the node
+that runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
+``endpoints`` (shown by GetStatus) and ``listing`` (GetStatus counts the open deliberations with
+it).
 
 Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
 stores: the embedded graph is a directory only one process may open, and the runner's fence is
@@ -15,26 +13,19 @@ compares the stores the system has or fails, never reports a clean comparison of
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
-
-import grpc
-
 from fleet import __version__
-from fleet.grpc._errors import translated
+from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.projection_service import ProjectionControl
 from fleet.queries import ServiceUnavailableError
-
-Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 class StatusRpcs:
     services: ApiServices
 
     def _projections(self) -> ProjectionControl | None:
-        control: ProjectionControl | None = self.services.extras.get("projections")
-        return control
+        return self.services.projections
 
     def _required(self) -> ProjectionControl:
         control = self._projections()
@@ -56,12 +47,12 @@ class StatusRpcs:
                     lag_events=r.lag_events,
                     lag_seconds=r.lag_seconds,
                 )
-        endpoints = self.services.extras.get("endpoints")
+        endpoints = self.services.endpoints
         if endpoints is not None:
             resp.endpoints.update({k: str(v) for k, v in vars(endpoints).items() if v})
-        in_flight = self.services.extras.get("in_flight")
-        if callable(in_flight):
-            resp.deliberations_in_flight = int(await in_flight())
+        listing = self.services.listing
+        if listing is not None:
+            resp.deliberations_in_flight = await listing.count_open()
         return resp
 
     @translated

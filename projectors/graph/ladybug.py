@@ -46,6 +46,7 @@ keyed by the parameter types, gets right.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterator, Mapping
@@ -170,6 +171,12 @@ def _open_database(path: Path, *, compression: bool = COMPRESSION) -> ladybug.Da
         )
 
 
+_GRANTED: dict[str, set[str]] = {}
+"""Per database path, the owners this process granted a claim to: only they can be alive (see
+``LadybugGraph.claim``). Process-wide because one process may open a path more than once."""
+_GRANTED_LOCK = threading.Lock()
+
+
 class LadybugGraph(DecisionGraph):
     """The decision graph in a LadybugDB database directory.
 
@@ -203,6 +210,8 @@ class LadybugGraph(DecisionGraph):
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._closed = False
+        with _GRANTED_LOCK:
+            self._granted = _GRANTED.setdefault(str(self.path.resolve()), set())
         self._thresholds = (int(live_checkpoint_threshold), int(checkpoint_threshold))
         self._threshold = 0
         self._use_threshold(catch_up=True)
@@ -231,10 +240,23 @@ class LadybugGraph(DecisionGraph):
             return self._stored(name)
 
     def claim(self, name: str, owner: str, lease_ms: int) -> int | None:
+        """See ``DecisionGraph.claim``; a lease no owner of this open can hold is not waited out.
+
+        The engine lets one process at a time open the database (its file lock; checked: a
+        second process is refused, a second open in the same process is not), so an owner no
+        open of this path in this process granted a claim to was granted it by an earlier
+        process, and that process is gone: its projector was killed and this is its restart.
+        Waiting out its lease would only delay the restart (the lease is for owners that may
+        still be alive: several runners in one process, or the Neo4j and Valkey stores).
+        """
         with self._write_lock, self._transaction():
             now = now_ms()
-            epoch = self._stored(name).claimed_by(owner, lease_ms, now)
+            stored = self._stored(name)
+            if stored.owner and stored.owner != owner and stored.owner not in self._granted:
+                stored = dataclasses.replace(stored, lease_until=0)
+            epoch = stored.claimed_by(owner, lease_ms, now)
             if epoch is not None:
+                self._granted.add(owner)
                 params = {
                     "name": name,
                     "owner": owner,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from fleet import render
-from fleet.cli._common import add_client_options, client, console
+from fleet.cli._common import Subparsers, add_client_options, client, console
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     c = sub.add_parser("cancel", help="cancel an open deliberation")
     add_client_options(c)
     c.add_argument("task_id")

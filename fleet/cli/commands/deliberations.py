@@ -10,17 +10,22 @@ import argparse
 import asyncio
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import grpc
 
 from fleet import render
-from fleet.cli._common import CliError, add_client_options, client, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+
+if TYPE_CHECKING:
+    from fleet.client import FleetClient
+    from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 RESUME_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     d = sub.add_parser("deliberate", help="submit a deliberation")
     add_client_options(d)
     d.add_argument("task", help="the task text")
@@ -67,7 +72,12 @@ async def cmd_result(args: argparse.Namespace) -> None:
 
 
 async def follow(
-    c: Any, task_id: str, timeout: float, on_update: Any = None, *, retries: int = 5
+    c: FleetClient,
+    task_id: str,
+    timeout: float,
+    on_update: Callable[[pb.DeliberationUpdate], None] | None = None,
+    *,
+    retries: int = 5,
 ) -> None:
     """Consume the deliberation's stream to its end, resuming when a node goes away."""
     deadline = time.monotonic() + timeout
@@ -88,7 +98,9 @@ async def follow(
             await asyncio.sleep(min(5.0, 0.5 * 2**attempt))
 
 
-async def wait_with_progress(c: Any, task_id: str, timeout: float, quiet: bool) -> Any:
+async def wait_with_progress(
+    c: FleetClient, task_id: str, timeout: float, quiet: bool
+) -> pb.GetDeliberationResultResponse:
     """Follow to a terminal state (a live view of each agent for people) and return the result.
 
     The result is read after the stream ends; the cache may trail the stream by a moment, so
@@ -103,7 +115,7 @@ async def wait_with_progress(c: Any, task_id: str, timeout: float, quiet: bool) 
         view = render.LiveProgress(task_id)
         with Live(view, console=console, refresh_per_second=8, transient=False) as live:
 
-            def update(u: Any) -> None:
+            def update(u: pb.DeliberationUpdate) -> None:
                 view.apply(u)
                 live.update(view)
 
@@ -111,7 +123,7 @@ async def wait_with_progress(c: Any, task_id: str, timeout: float, quiet: bool) 
     return await c.wait(task_id, timeout=max(5.0, timeout - (time.monotonic() - t0)))
 
 
-def print_result(r: Any, as_json: bool) -> None:
+def print_result(r: pb.GetDeliberationResultResponse, as_json: bool) -> None:
     if as_json:
         from google.protobuf.json_format import MessageToDict
 

@@ -20,12 +20,12 @@ import sys
 from typing import Any
 
 from application.timeline import entry, to_json
-from fleet.cli._common import reachable_event_store
+from fleet.cli._common import Subparsers, reachable_event_store
 
 """How long the first connect waits for the server's greeting (a refused port fails at once)."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     ev = sub.add_parser("events", help="the event stream in JetStream")
     esub = ev.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     t = esub.add_parser("tail", help="follow the event stream live (Ctrl-C stops)")

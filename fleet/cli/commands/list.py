@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleet import render
-from fleet.cli._common import CliError, add_client_options, client, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
 
 _AGO = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 STATUSES = ("PENDING", "IN_PROGRESS", "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("list", help="list deliberations, newest first")
     add_client_options(p)
     p.add_argument("--status", type=str.upper, choices=STATUSES, help="only this status")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from rich.text import Text
 
-from fleet.cli._common import add_client_options, client, console
+from fleet.cli._common import Subparsers, add_client_options, client, console
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     c = sub.add_parser("approve-plan", help="approve a plan: one deliberation per role")
     add_client_options(c)
     c.add_argument("plan_id")

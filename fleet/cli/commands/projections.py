@@ -17,12 +17,12 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fleet.cli._common import CliError, add_client_options, client, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
 
 _POLL_S = 0.25
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("projections", help="projection status (position, lag) and rebuild")
     psub = p.add_subparsers(dest="projections_command", required=True, metavar="ACTION")
     status = psub.add_parser("status", help="position, stream head and lag of each projection")

@@ -8,10 +8,10 @@ from typing import Any
 
 from application.timeline import to_json
 from fleet import render
-from fleet.cli._common import CliError, add_client_options, api_address, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, api_address, console
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     q = sub.add_parser("query", help="read-only Cypher over the deliberation history")
     add_client_options(q)
     q.add_argument("cypher")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from application.timeline import History, to_json
 from fleet import render
-from fleet.cli._common import console, reachable_event_store
+from fleet.cli._common import Subparsers, console, reachable_event_store
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     rp = sub.add_parser("replay", help="read a deliberation's events back from JetStream and fold")
     rp.add_argument("task_id")
     rp.add_argument("--to-version", type=int, default=0, help="fold only up to this version")

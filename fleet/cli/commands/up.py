@@ -7,16 +7,19 @@ import asyncio
 import gc
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from fleet.cli._common import CliError, console, settings
+from fleet.cli._common import CliError, Subparsers, console, settings
+
+if TYPE_CHECKING:
+    from fleet.bootstrap import FleetNode
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     up = sub.add_parser("up", help="run the whole system (embedded parts for anything not set)")
     up.add_argument("--data-dir")
     up.add_argument("--grpc-port", type=int)
@@ -88,7 +91,7 @@ async def cmd_up(args: argparse.Namespace) -> None:
     console.print("stopped.")
 
 
-async def _until_stopped_or_failed(stop: asyncio.Event, node: Any) -> str | None:
+async def _until_stopped_or_failed(stop: asyncio.Event, node: FleetNode) -> str | None:
     """Wait for a signal (None) or for a part of the node to fail (its reason)."""
     stopped = asyncio.create_task(stop.wait())
     failed = asyncio.create_task(node.wait_failed())
@@ -111,7 +114,7 @@ async def cmd_demo(args: argparse.Namespace) -> None:
     await run_demo(settings(args, **overrides), console)
 
 
-def print_endpoints(node: Any) -> None:
+def print_endpoints(node: FleetNode) -> None:
     t = Table(title="Fleet endpoints")
     t.add_column("part")
     t.add_column("where")

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from rich.text import Text
 
-from fleet.cli._common import CliError, add_client_options, client, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     v = sub.add_parser(
         "verify", help="compare the graph and the cache with a replay of every event"
     )

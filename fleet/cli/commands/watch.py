@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from fleet.cli._common import add_client_options, client
+from fleet.cli._common import Subparsers, add_client_options, client
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     w = sub.add_parser("watch", help="follow a deliberation live until it ends")
     add_client_options(w)
     w.add_argument("task_id")

@@ -16,13 +16,14 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-from fleet.cli._common import CliError, console, data_dir, settings
+from fleet.cli._common import CliError, Subparsers, console, data_dir, settings
 
 if TYPE_CHECKING:
+    from agent_runtime.nats_runtime import QueueNames
     from fleet.config import Settings
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "worker",
         help="serve agent calls from the NATS work queue (the nats agent backend)",
@@ -37,7 +38,11 @@ def register(sub: Any) -> None:
     p.add_argument("--llm-url", help="OpenAI-compatible endpoint; default VLLM_URL or `fleet up`'s")
     p.add_argument("--model", help="model to request when a call names none")
     p.add_argument("--stream", help="the event stream the queue belongs to (FLEET_STREAM)")
-    p.add_argument("--ack-wait", type=float, help="seconds before a silent call is redelivered")
+    p.add_argument(
+        "--ack-wait",
+        type=float,
+        help="seconds before a silent call is redelivered (FLEET_WORKER_ACK_WAIT, default 3)",
+    )
     p.add_argument("--max-deliver", type=int, help="deliveries before a call is dead-lettered")
     p.add_argument("--drain", type=float, default=10.0, help="seconds to finish on SIGTERM")
     p.add_argument("--data-dir", help="where a local `fleet up` keeps its data (default .fleet)")
@@ -58,7 +63,11 @@ def _roles(raw: list[str] | None) -> list[str]:
 
 
 async def _serve_metrics(
-    stack: contextlib.AsyncExitStack, s: Settings, nats_url: str, names: Any, roles: list[str]
+    stack: contextlib.AsyncExitStack,
+    s: Settings,
+    nats_url: str,
+    names: QueueNames,
+    roles: list[str],
 ) -> str:
     """With ``FLEET_METRICS_PORT``: /metrics with the served roles' pending calls; where."""
     if not s.metrics_port:

@@ -143,8 +143,11 @@ async def test_work_past_its_deadline_is_answered_expired_without_calling_the_mo
 class _StalledWorker(AgentWorker):
     """A worker that stops heart-beating: each delivery looks like a worker that died."""
 
-    async def _heartbeat(self, msg: Any) -> None:
+    async def _heartbeat(self, msg: Any, work: Any) -> None:
         return None
+
+    async def _joined(self, msg: Any, work: Any, running: Any) -> bool:
+        return False  # as another worker would: it does not hold the dead one's call
 
 
 async def test_a_call_whose_workers_keep_dying_is_parked_by_the_advisory(

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import nats
 import pytest
 import pytest_asyncio
+from nats.js.api import ConsumerConfig
 
 from aggregates import Plan, plan_id_of
 from application.app import FleetApplication
@@ -158,3 +159,33 @@ async def test_a_notice_is_claimed_at_once_while_other_claims_are_heart_beaten(
         await q.close()
     late = sorted(lag for lag in lags if lag > 0.1)
     assert not late, f"{len(late)} of {len(lags)} notices claimed late: {late}"
+
+
+async def test_an_existing_work_queue_consumer_takes_the_configured_lease(nats_url: str) -> None:
+    """``FLEET_WORK_LEASE`` reaches an installation whose consumer an earlier Fleet created (with
+    ``pull_subscribe``, which keeps an existing consumer as it is, and a 10 s lease)."""
+    stream = f"W_{uuid.uuid4().hex[:8].upper()}"
+    old = await JetStreamWorkQueue.connect(nats_url, stream=stream)
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    try:
+        await js.pull_subscribe(
+            f"{old.subject_prefix}.*",
+            durable="fleet-dispatchers",
+            stream=stream,
+            config=ConsumerConfig(ack_wait=10.0, max_deliver=-1, max_ack_pending=10_000),
+        )
+        q = await JetStreamWorkQueue.connect(nats_url, stream=stream, lease_s=2.5)
+        d_id = uuid.uuid4()
+        await q.offer(d_id)
+        claims = q.claims()
+        claim = await asyncio.wait_for(anext(claims), 5)
+        assert claim.deliberation_id == d_id
+        info = await js.consumer_info(stream, "fleet-dispatchers")
+        assert info.config.ack_wait == 2.5
+        await claim.done()
+        await claims.aclose()
+        await q.close()
+    finally:
+        await old.close()
+        await nc.close()

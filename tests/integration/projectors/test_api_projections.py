@@ -87,8 +87,9 @@ async def node(
     queries = DeliberationQueries(
         store, board, LocalGraphReader(graph), latest_version=recorder_latest_version(app.recorder)
     )
-    services = ApiServices(store, queries, default_timeout_s=60)
-    services.extras.update(projections=LocalProjections(projections))
+    services = ApiServices(
+        store, queries, default_timeout_s=60, projections=LocalProjections(projections)
+    )
     server = GrpcServer(OrchestratorServicer(services), host="127.0.0.1", port=free_port())
     async with server, FleetClient(f"127.0.0.1:{server.port}") as api:
         yield {

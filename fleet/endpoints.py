@@ -1,0 +1,25 @@
+"""Where each part of a node listens: written to ``<data_dir>/run.json`` for the CLI, and shown by
+GetStatus. Its own module because both ``fleet.bootstrap`` (which fills it) and the API (which
+shows it) need it, and the API must not import the bootstrap that builds it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Endpoints:
+    """Where each part listens; filled in as the node starts them."""
+
+    grpc: str = ""
+    nats_url: str = ""
+    stream: str = ""
+    valkey_url: str = ""
+    graph: str = ""
+    llm_url: str = ""
+    model: str = ""
+    ray: str = ""
+    metrics: str = ""
+    components: str = ""
+    pid: int = field(default_factory=os.getpid)

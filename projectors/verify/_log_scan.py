@@ -1,0 +1,102 @@
+"""The log scan: one pass over the stream, each deliberation's events decoded once, its replays
+folded from them, and the values the shared Agent and Plan nodes take over the log."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, cast
+from uuid import UUID
+
+from eventsourcing.application import Application, project_aggregate
+from eventsourcing.utils import get_topic
+
+from aggregates import Deliberation
+
+_PAGE = 1000
+
+Record = dict[str, Any]
+
+
+class History:
+    """One deliberation's events (decoded, in version order) and their stream positions."""
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        self.events: list[Any] = []
+        self._replays: dict[int, Deliberation] = {}
+
+    def at(self, position: int) -> int:
+        """The version once the log is applied up to ``position`` (0: not yet requested)."""
+        return bisect.bisect_right(self.positions, position)
+
+    def replay(self, version: int) -> Deliberation:
+        """The aggregate folded from its first ``version`` events (version >= 1)."""
+        if version not in self._replays:
+            folded = project_aggregate(None, self.events[:version])
+            self._replays[version] = cast(Deliberation, folded)
+        return self._replays[version]
+
+
+@dataclass
+class Log:
+    """The log read so far: every deliberation's history, and the shared nodes' values over it."""
+
+    read_to: int = 0
+    histories: dict[UUID, History] = field(default_factory=lambda: defaultdict(History))
+    shared: dict[str, list[tuple[int, Record, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    """``Agent[<id>]``, ``Plan[<id>]``: (position, the node's values from then on, deliberation)."""
+    _roles: dict[str, str] = field(default_factory=dict)
+
+    def history(self, d_id: str) -> History:
+        return self.histories[UUID(d_id)]
+
+    def task_id(self, d_id: str) -> str:
+        """The deliberation's task id ("" for one the log does not hold)."""
+        try:
+            history = self.histories.get(UUID(d_id))
+        except ValueError:
+            return ""
+        return str(getattr(history.events[0], "task_id", "")) if history else ""
+
+    def extend(self, app: Application[Any], stop: int) -> None:
+        prefix = get_topic(Deliberation) + "."
+        while self.read_to < stop:
+            page = app.recorder.select_notifications(self.read_to + 1, _PAGE, stop=stop)
+            if not page:
+                break
+            for n in page:
+                if n.topic.startswith(prefix):
+                    event = app.mapper.to_domain_event(n)
+                    history = self.histories[UUID(str(n.originator_id))]
+                    history.positions.append(n.id)
+                    history.events.append(event)
+                    self._share(event, n.id)
+            self.read_to = page[-1].id
+
+    def _share(self, e: Any, position: int) -> None:
+        """Track what the event sets on shared nodes (the statements' MERGEs: last one wins)."""
+        d_id = str(e.originator_id)
+        if isinstance(e, Deliberation.Requested):
+            self._roles[d_id] = e.role
+            if e.plan_id:
+                self.shared[f"Plan[{e.plan_id}]"].append((position, {"story_id": e.story_id}, d_id))
+            return
+        agents: list[str] = []
+        model: str | None = None
+        if isinstance(e, Deliberation.Started):
+            agents = list(e.agents)
+        elif isinstance(e, Deliberation.ProposalReceived):  # revisions too
+            agents, model = [e.agent_id], e.model
+        elif isinstance(e, Deliberation.LateProposalReceived | Deliberation.AgentFailed):
+            agents = [e.agent_id]
+        for agent in agents:
+            values = self.shared[f"Agent[{agent}]"]
+            held: Record = dict(values[-1][1]) if values else {"role": None, "model": None}
+            held["role"] = self._roles.get(d_id)
+            if model is not None:
+                held["model"] = model
+            values.append((position, held, d_id))
