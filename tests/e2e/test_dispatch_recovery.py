@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,26 +20,13 @@ from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet_testing.loadgen import LoadGenServer
-from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.e2e._processes import BACKENDS, FleetProcess, dispatcher_env
+from tests.support.deliberations import FIB_TASK, requested
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
 N = 3
-
-
-def dispatcher_env(
-    nats_url: str, stream: str, llm_url: str, backend: str = "in-process"
-) -> dict[str, str]:
-    return {
-        "NATS_URL": nats_url,
-        "FLEET_STREAM": stream,
-        "FLEET_VLLM_URL": llm_url,
-        "FLEET_VLLM_MODEL": "loadgen",
-        "FLEET_WORK_LEASE": "2",
-        "FLEET_CACHE": "off",
-        "FLEET_PLAN_CONSUMER": "off",
-        **BACKENDS[backend],
-    }
 
 
 def count(events: list[object], kind: type) -> int:
@@ -61,23 +47,13 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
         tasks = [f"recover-{uuid.uuid4().hex[:6]}-{i}" for i in range(N)]
         ids = [deliberation_id(t) for t in tasks]
         for t in tasks:
-            await store.create(
-                Deliberation.request(
-                    task_id=t,
-                    task="Write a Python function that returns the n-th Fibonacci number",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=2,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=120,
-                )
-            )
+            await store.create(requested(t, task=FIB_TASK, rounds=2, timeout_seconds=120))
 
         async def events(d_id: uuid.UUID) -> list[object]:
             return list(await store.history(d_id))
 
         # 1. kill during round 0: calls are in flight, nothing or part of round 0 recorded
-        await _until(lambda: lg.counters.calls >= 3)
+        await eventually(lambda: lg.counters.calls >= 3, timeout=30.0)
         procs[0].kill()
         round0 = [count(await events(i), Deliberation.ProposalReceived) for i in ids]
         assert sum(round0) < 3 * N, "round 0 finished before the kill: make the delay longer"
@@ -92,7 +68,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
 
         try:
             # Generous: a fresh clone's first child process compiles every module first.
-            await _until(in_round_1, timeout=120)
+            await eventually(in_round_1, timeout=120)
         except AssertionError:
             msg = f"round 1 never started; dispatcher log:\n{procs[-1].tail()}"
             raise AssertionError(msg) from None
@@ -108,7 +84,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             return all([(await store.get(i)).is_terminal for i in ids])
 
         try:
-            await _until(all_terminal, timeout=90)
+            await eventually(all_terminal, timeout=90)
         finally:
             for p in procs:
                 p.stop()
@@ -131,16 +107,3 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
         assert count(evs, Deliberation.PeerRatingsReceived) == 3
         assert count(evs, Deliberation.Completed) == 1
     app.close()
-
-
-async def _until(check: object, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        result = check()  # type: ignore[operator]
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition never held")

@@ -22,6 +22,7 @@ from fleet.embedded.valkey import ValkeyServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import BACKENDS, FleetProcess
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -32,14 +33,15 @@ async def _graphed(api: FleetClient, n: int, timeout: float = 30.0) -> None:
     """Wait until ``api``'s Cypher sees ``n`` completed deliberations (the graph is a projection:
     it may trail a result read from the cache or a replay by a few milliseconds)."""
     cypher = "MATCH (d:Deliberation {status: 'COMPLETED'}) RETURN count(*) AS n"
-    deadline = asyncio.get_running_loop().time() + timeout
     rows: list[dict[str, object]] = []
-    while asyncio.get_running_loop().time() < deadline:
+
+    async def counted() -> bool:
+        nonlocal rows
         _, rows, _ = await api.query(cypher)
-        if rows == [{"n": n}]:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"the graph through this API holds {rows}, not {n} completed")
+        return rows == [{"n": n}]
+
+    what = lambda: f"the graph through this API holds {rows}, not {n} completed"  # noqa: E731
+    await eventually(counted, timeout=timeout, interval=0.1, what=what)
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))

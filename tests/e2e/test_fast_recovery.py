@@ -27,7 +27,8 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import FleetProcess
-from tests.e2e.test_nats_backend import WorkerProcess, answers, request, turn_calls, until
+from tests.e2e.test_nats_backend import WorkerProcess, answers, request, turn_calls
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -57,7 +58,7 @@ async def picked_up_after(kill: Callable[[], None], seen: Callable[[], bool]) ->
     """Seconds from ``kill()`` until ``seen()`` holds."""
     kill()
     killed = time.monotonic()
-    await until(seen, timeout=30)
+    await eventually(seen, timeout=30)
     return time.monotonic() - killed
 
 
@@ -67,7 +68,7 @@ async def completed_once(store: ApplicationDeliberationStore, d_id: uuid.UUID) -
     async def terminal() -> bool:
         return (await store.get(d_id)).is_terminal
 
-    await until(terminal, timeout=60)
+    await eventually(terminal, timeout=60)
     assert set(answers(list(await store.history(d_id))).values()) == {1}
     return str((await store.get(d_id)).status.value)
 
@@ -85,9 +86,11 @@ async def test_a_killed_workers_call_is_running_on_another_worker_within_seconds
         try:
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
-            await until(lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2)
+            await eventually(
+                lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2, timeout=60.0
+            )
             workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
-            await until(lambda: serving(workers[1]))
+            await eventually(lambda: serving(workers[1]), timeout=60.0)
             lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
             took = await picked_up_after(
                 workers[0].kill, lambda: turn_calls(lg, "dev-agent-1") == 2
@@ -116,7 +119,7 @@ async def test_a_killed_dispatchers_deliberation_is_driven_again_within_seconds(
         try:
             await asyncio.to_thread(procs[0].wait_ready)
             d_id = await request(store, "DEV")
-            await until(lambda: lg.counters.calls >= 3)
+            await eventually(lambda: lg.counters.calls >= 3, timeout=60.0)
             procs.append(FleetProcess(tmp_path / "d2", "dispatcher", env))
             await asyncio.to_thread(procs[1].wait_ready)
             assert lg.counters.calls == 3, "the live deliberation was driven twice"
@@ -148,7 +151,7 @@ async def test_live_work_lasting_several_windows_is_neither_redelivered_nor_driv
             for p in procs:
                 await asyncio.to_thread(p.wait_ready)
             for w in workers:
-                await until(lambda w=w: serving(w))
+                await eventually(lambda w=w: serving(w), timeout=60.0)
             d_id = await request(store, "DEV")
             status = await completed_once(store, d_id)
         finally:

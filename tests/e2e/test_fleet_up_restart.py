@@ -9,7 +9,6 @@ its recorded deadline (or at once, if that passed while Fleet was down), never F
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -25,6 +24,7 @@ from fleet.client import FleetClient
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(300)
 DEADLINE_S = 25
@@ -56,14 +56,12 @@ def _grpc_address(data_dir: Path, pid: int) -> str:
 
 
 async def _ready(proc: subprocess.Popen[bytes], data_dir: Path, log: Path) -> str:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+    def address() -> str:
         assert proc.poll() is None, f"fleet up exited {proc.returncode}:\n{_tail(log)}"
-        address = _grpc_address(data_dir, proc.pid)
-        if address:
-            return address
-        await asyncio.sleep(0.25)
-    raise AssertionError(f"fleet up not ready:\n{_tail(log)}")
+        return _grpc_address(data_dir, proc.pid)
+
+    what = lambda: f"fleet up not ready:\n{_tail(log)}"  # noqa: E731
+    return await eventually(address, timeout=180, interval=0.25, what=what)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> int:
@@ -77,10 +75,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
 
 
 async def _status(client: FleetClient, task: str, want: int, timeout: float) -> None:
-    end = time.monotonic() + timeout
-    while (await client.result(task)).status != want:
-        assert time.monotonic() < end, f"{task} never reached {pb.DeliberationStatus.Name(want)}"  # type: ignore[arg-type]
-        await asyncio.sleep(0.2)
+    async def reached() -> bool:
+        return bool((await client.result(task)).status == want)
+
+    what = f"{task} never reached {pb.DeliberationStatus.Name(want)}"  # type: ignore[arg-type]
+    await eventually(reached, timeout=timeout, interval=0.2, what=what)
 
 
 async def test_fleet_up_stops_on_sigterm_and_resumes_every_deliberation(tmp_path: Path) -> None:

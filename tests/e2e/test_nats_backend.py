@@ -19,10 +19,8 @@ import collections
 import json
 import os
 import signal
-import subprocess
 import urllib.request
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,9 @@ from application.stores import ApplicationDeliberationStore
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
-from tests.e2e._processes import FLEET, REPO, FleetProcess
+from tests.e2e._processes import FLEET, REPO, ChildProcess, FleetProcess
+from tests.support.deliberations import requested
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -62,67 +62,18 @@ def backend_env(nats_url: str, stream: str, llm_url: str, **extra: str) -> dict[
     }
 
 
-class WorkerProcess:
-    """``fleet worker`` as a child process, ended by its pid only."""
+class WorkerProcess(ChildProcess):
+    """``fleet worker`` as a child process."""
 
     def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
-        self.log_path = log_path
-        self.log = open(log_path, "ab")  # closed in stop()
         full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-        self.proc = subprocess.Popen(
-            [FLEET, "worker", *args],
-            env=full,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
-
-    def tail(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text(errors="replace")[-2000:]
+        super().__init__([FLEET, "worker", *args], full, log_path)
 
 
 async def request(store: ApplicationDeliberationStore, role: str, rounds: int = 1) -> uuid.UUID:
     task_id = f"nats-{role.lower()}-{uuid.uuid4().hex[:8]}"
-    await store.create(
-        Deliberation.request(
-            task_id=task_id,
-            task=TASK,
-            role=role,
-            num_agents=3,
-            rounds=rounds,
-            requested_at=datetime.now(tz=UTC),
-            timeout_seconds=120,
-        )
-    )
+    await store.create(requested(task_id, task=TASK, role=role, rounds=rounds, timeout_seconds=120))
     return deliberation_id(task_id)
-
-
-async def until(check: Any, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition never held")
 
 
 def answers(events: list[Any]) -> collections.Counter[tuple[str, int]]:
@@ -157,7 +108,7 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
                 return all([(await store.get(i)).is_terminal for i in (clean, poisoned)])
 
             try:
-                await until(terminal, timeout=90)
+                await eventually(terminal, timeout=90)
             except AssertionError:
                 stuck = {i: await store.history(i) for i in (clean, poisoned)}
                 story = {i: [type(e).__name__ for e in evs] for i, evs in stuck.items()}
@@ -206,7 +157,9 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
             # The first worker holds all three turns; dev-agent-1's call hangs at the endpoint.
-            await until(lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2)
+            await eventually(
+                lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2, timeout=60.0
+            )
             assert turn_calls(lg, "dev-agent-1") == 1
             lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
             workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
@@ -215,7 +168,7 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
             async def done() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(done, timeout=60)
+            await eventually(done, timeout=60)
         finally:
             for w in workers:
                 w.stop()
@@ -247,11 +200,11 @@ async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_onc
         try:
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
-            await until(lambda: all(turn_calls(lg, a) == 1 for a in agents))
+            await eventually(lambda: all(turn_calls(lg, a) == 1 for a in agents), timeout=60.0)
             os.kill(first.proc.pid, signal.SIGSTOP)  # mid-call: no heart-beats, no answers
             try:
                 workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
-                await until(lambda: all(turn_calls(lg, a) == 2 for a in agents))
+                await eventually(lambda: all(turn_calls(lg, a) == 2 for a in agents), timeout=60.0)
             finally:
                 os.kill(first.proc.pid, signal.SIGCONT)  # answers the calls it still holds
             lg.delay_s = 0.0  # the second worker's calls are already under way
@@ -259,8 +212,10 @@ async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_onc
             async def done() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(done, timeout=60)
-            await until(lambda: lg.counters.in_flight == 0)  # both workers got every answer
+            await eventually(done, timeout=60)
+            await eventually(
+                lambda: lg.counters.in_flight == 0, timeout=60.0
+            )  # both workers got every answer
         finally:
             for w in workers:
                 w.stop()
@@ -320,7 +275,7 @@ async def test_fleet_worker_serves_its_roles_queue_depth_on_metrics(
         env = backend_env(nats_url, nats_stream, lg.url, FLEET_METRICS_PORT=str(port))
         worker = WorkerProcess(tmp_path / "w.log", env, "--role", "DEV", "--concurrency", "1")
         try:
-            await until(lambda: idle(port))
+            await eventually(lambda: idle(port), timeout=60.0)
             calls = [
                 asyncio.create_task(
                     runtime.run_turn(
@@ -338,9 +293,9 @@ async def test_fleet_worker_serves_its_roles_queue_depth_on_metrics(
                 for i in (1, 2)
             ]
             # One call at a time: one runs while the other waits for the worker.
-            await until(lambda: busy(port))
+            await eventually(lambda: busy(port), timeout=60.0)
             await asyncio.gather(*calls)
-            await until(lambda: idle(port))
+            await eventually(lambda: idle(port), timeout=60.0)
         finally:
             worker.stop()
             await runtime.close()

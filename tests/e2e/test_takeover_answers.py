@@ -23,7 +23,6 @@ import asyncio
 import collections
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import nats
@@ -36,28 +35,15 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
-from tests.e2e._processes import BACKENDS, FleetProcess
-from tests.e2e.test_nats_backend import WorkerProcess, turn_calls, until
+from tests.e2e._processes import FleetProcess, dispatcher_env
+from tests.e2e.test_nats_backend import WorkerProcess, turn_calls
 from tests.fixtures.nats import unique_stream_name
+from tests.support.deliberations import FIB_TASK, requested
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
 CALL_TIMEOUT_S = 20.0
-
-
-def dispatcher_env(nats_url: str, stream: str, llm_url: str, backend: str) -> dict[str, str]:
-    return {
-        "NATS_URL": nats_url,
-        "FLEET_STREAM": stream,
-        "FLEET_VLLM_URL": llm_url,
-        "FLEET_VLLM_MODEL": "loadgen",
-        "FLEET_WORK_LEASE": "2",
-        "FLEET_CACHE": "off",
-        "FLEET_PLAN_CONSUMER": "off",
-        "FLEET_AGENT_CALL_TIMEOUT": str(CALL_TIMEOUT_S),
-        "FLEET_LOCAL_WORKERS": "0",  # the agents are the separate `fleet worker` below
-        **BACKENDS[backend],
-    }
 
 
 async def stored_results(nats_url: str, stream: str) -> int:
@@ -87,7 +73,14 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
     procs: list[FleetProcess] = []
     workers: list[WorkerProcess] = []
     async with LoadGenServer("instant", delay_s=1.5) as lg:
-        env = dispatcher_env(server.url, stream, lg.url, backend)
+        env = dispatcher_env(
+            server.url,
+            stream,
+            lg.url,
+            backend,
+            FLEET_AGENT_CALL_TIMEOUT=str(CALL_TIMEOUT_S),
+            FLEET_LOCAL_WORKERS="0",  # the agents are the separate `fleet worker` below
+        )
         if fault == "expired":
             env["FLEET_AGENT_CALL_TIMEOUT"] = "3"
         try:
@@ -97,33 +90,25 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
             await asyncio.to_thread(procs[0].wait_ready)
             task_id = f"takeover-{uuid.uuid4().hex[:8]}"
             d_id = deliberation_id(task_id)
-            await store.create(
-                Deliberation.request(
-                    task_id=task_id,
-                    task="Write a Python function that returns the n-th Fibonacci number",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=1,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=120,
-                )
-            )
+            await store.create(requested(task_id, task=FIB_TASK, timeout_seconds=120))
             if fault == "restart":
-                await until(lambda: lg.counters.calls >= 3, timeout=90)  # round 0 in flight
+                await eventually(lambda: lg.counters.calls >= 3, timeout=90)  # round 0 in flight
                 procs[0].kill()
                 if backend == "nats":  # the worker stores the answers nobody reads now
-                    await until(
+                    await eventually(
                         lambda: _at_least(stored_results(server.url, stream), 3), timeout=30
                     )
                 server.kill()
                 server.start()
             else:  # the calls wait in the queue (no worker yet) past their own lifetime
-                await until(lambda: _queued(server.url, stream, 3), timeout=90)
+                await eventually(lambda: _queued(server.url, stream, 3), timeout=90)
                 procs[0].kill()
                 deadline = await _last_deadline(server.url, stream)
-                await until(lambda: time.time() > deadline, timeout=10)  # the calls' lifetime
+                await eventually(lambda: time.time() > deadline, timeout=10)  # the calls' lifetime
                 workers.append(WorkerProcess(tmp_path / "w1.log", env, "--role", "DEV"))
-                await until(lambda: _at_least(stored_results(server.url, stream), 3), timeout=60)
+                await eventually(
+                    lambda: _at_least(stored_results(server.url, stream), 3), timeout=60
+                )
                 assert lg.counters.calls == 0  # each was answered "expired", never run
 
             procs.append(FleetProcess(tmp_path / "d2", "dispatcher", env))
@@ -133,7 +118,7 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
             async def terminal() -> bool:
                 return (await store.get(d_id)).is_terminal
 
-            await until(terminal, timeout=90)
+            await eventually(terminal, timeout=90)
             took = time.monotonic() - taken_over
             d = await store.get(d_id)
             events = list(await store.history(d_id))

@@ -9,7 +9,6 @@ session already has its own ``ray.init`` (tests/fixtures/ray.py). It stops only 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -17,19 +16,20 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from agent_runtime.ray_runtime import RayAgentRuntime
-from aggregates import Deliberation, DeliberationStatus
+from aggregates import DeliberationStatus
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.deliberations import requested
+from tests.support.waiting import eventually, eventually_sync, until_terminal
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -49,26 +49,11 @@ async def test_an_actor_killed_mid_deliberation_is_restarted_and_the_call_retrie
             async with DeliberationDispatcher(
                 store, ApplicationEventFeed(app), runtime, options=options
             ):
-                d = Deliberation.request(
-                    task_id="kill-actor",
-                    task="Write fib(n)",
-                    role="DEV",
-                    num_agents=3,
-                    rounds=1,
-                    requested_at=datetime.now(tz=UTC),
-                    timeout_seconds=60,
-                )
+                d = requested("kill-actor")
                 app.save(d)
-                for _ in range(200):
-                    if lg.counters.in_flight >= 3:
-                        break
-                    await asyncio.sleep(0.02)
+                await eventually(lambda: lg.counters.in_flight >= 3, timeout=4.0)
                 ray.kill(runtime.actor_for("DEV", "dev-agent-1"), no_restart=False)  # a crash
-                for _ in range(600):
-                    done = await store.get(d.id)
-                    if done.is_terminal:
-                        break
-                    await asyncio.sleep(0.05)
+                done = await until_terminal(store, d.id, timeout=30.0)
             [after] = await runtime.stats()
         finally:
             await runtime.close()
@@ -183,12 +168,11 @@ def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 def _wait_for_port(port: int, timeout: float) -> None:
     import socket
-    import time
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"ray head did not listen on {port}")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    eventually_sync(
+        listening, timeout=timeout, interval=0.2, what=f"ray head did not listen on {port}"
+    )

@@ -279,7 +279,8 @@ async def test_the_final_ratings_start_on_the_actor_before_the_dispatcher_asks()
     from application.feed import ApplicationEventFeed
     from application.stores import ApplicationDeliberationStore
     from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-    from tests.unit.dispatchers.test_protocol import request, until_terminal
+    from tests.support.waiting import until_terminal
+    from tests.unit.dispatchers.test_protocol import request
 
     class Stamped(list[dict[str, object]]):
         """The endpoint's requests, each stamped when it arrived."""

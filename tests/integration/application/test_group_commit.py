@@ -13,19 +13,7 @@ from eventsourcing.persistence import OperationalError
 
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
-from tests.unit.application.test_group_commit import (
-    check_a_created_aggregate_is_updated_without_a_replay,
-    check_changes_in_order_each_land_after_the_ones_before,
-    check_concurrent_updates_land_exactly_once,
-    check_conflict_with_another_writer_is_retried,
-    check_each_change_is_its_own_unit,
-    check_failing_change_affects_only_its_caller,
-    check_get_is_never_stale_after_another_writer,
-    check_result_is_the_state_after_its_own_change,
-    proposals_in_history,
-    propose,
-    started,
-)
+from tests.support import group_commit_contract as contract
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,47 +33,47 @@ async def other(nats_env: dict[str, str]) -> AsyncIterator[FleetApplication]:
 
 
 async def test_concurrent_updates_land_exactly_once(app: FleetApplication) -> None:
-    await check_concurrent_updates_land_exactly_once(app)
+    await contract.check_concurrent_updates_land_exactly_once(app)
 
 
 async def test_failing_change_affects_only_its_caller(app: FleetApplication) -> None:
-    await check_failing_change_affects_only_its_caller(app)
+    await contract.check_failing_change_affects_only_its_caller(app)
 
 
 async def test_result_is_the_state_after_its_own_change(app: FleetApplication) -> None:
-    await check_result_is_the_state_after_its_own_change(app)
+    await contract.check_result_is_the_state_after_its_own_change(app)
 
 
 async def test_conflict_with_another_application_is_retried(
     app: FleetApplication, other: FleetApplication
 ) -> None:
-    await check_conflict_with_another_writer_is_retried(app, other)
+    await contract.check_conflict_with_another_writer_is_retried(app, other)
 
 
 async def test_each_change_is_its_own_unit(app: FleetApplication) -> None:
-    await check_each_change_is_its_own_unit(app)
+    await contract.check_each_change_is_its_own_unit(app)
 
 
 async def test_changes_in_order_each_land_after_the_ones_before(app: FleetApplication) -> None:
-    await check_changes_in_order_each_land_after_the_ones_before(app)
+    await contract.check_changes_in_order_each_land_after_the_ones_before(app)
 
 
 async def test_a_created_aggregate_is_updated_without_a_replay(app: FleetApplication) -> None:
-    await check_a_created_aggregate_is_updated_without_a_replay(app)
+    await contract.check_a_created_aggregate_is_updated_without_a_replay(app)
 
 
 async def test_get_is_never_stale_after_another_application(
     app: FleetApplication, other: FleetApplication
 ) -> None:
-    await check_get_is_never_stale_after_another_writer(app, other)
+    await contract.check_get_is_never_stale_after_another_writer(app, other)
 
 
 async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplication) -> None:
     """NATS refuses the writes to one aggregate: its callers hear why (nothing of theirs is
     stored), the group's other callers succeed, and the next update starts from the store."""
     store = ApplicationDeliberationStore(app)
-    d1 = await started(store)
-    d2 = await started(store)
+    d1 = await contract.started(store)
+    d2 = await contract.started(store)
     c = app.factory.connection  # type: ignore[attr-defined]
     nc = (await c.loop_log()).nc  # this loop's own connection: the ledger writes on it
     real = nc.publish
@@ -100,9 +88,9 @@ async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplic
     try:
         a1, b1, _ = d1.agents
         results = await asyncio.gather(
-            store.update(d1.id, propose(a1)),
-            store.update(d2.id, propose(d2.agents[0])),
-            store.update(d1.id, propose(b1)),
+            store.update(d1.id, contract.propose(a1)),
+            store.update(d2.id, contract.propose(d2.agents[0])),
+            store.update(d1.id, contract.propose(b1)),
             return_exceptions=True,
         )
     finally:
@@ -110,7 +98,7 @@ async def test_a_failed_save_fails_only_that_aggregates_callers(app: FleetApplic
     assert isinstance(results[0], OperationalError)
     assert results[1] is True
     assert isinstance(results[2], OperationalError)
-    assert proposals_in_history(await store.history(d1.id)) == []
-    assert proposals_in_history(await store.history(d2.id)) == [d2.agents[0]]
-    assert await store.update(d1.id, propose(b1)) is True  # from the stored state
-    assert proposals_in_history(await store.history(d1.id)) == [b1]
+    assert contract.proposals_in_history(await store.history(d1.id)) == []
+    assert contract.proposals_in_history(await store.history(d2.id)) == [d2.agents[0]]
+    assert await store.update(d1.id, contract.propose(b1)) is True  # from the stored state
+    assert contract.proposals_in_history(await store.history(d1.id)) == [b1]

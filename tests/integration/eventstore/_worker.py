@@ -16,25 +16,9 @@ import uuid
 from pathlib import Path
 
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-
-class Ledger(Aggregate):
-    """Counts increments and remembers each one's token, so a duplicate would show."""
-
-    def __init__(self) -> None:
-        self.tokens: list[str] = []
-
-    def add(self, token: str) -> None:
-        self.trigger_event(self.Added, token=token)
-
-    class Added(Aggregate.Event):
-        token: str
-
-        def apply(self, aggregate: Aggregate) -> None:
-            assert isinstance(aggregate, Ledger)
-            aggregate.tokens.append(self.token)
+from tests.support.aggregates import Ledger
 
 
 def main(url: str, stream: str, aggregate_id: str, n: int, start_file: str) -> None:
@@ -62,7 +46,7 @@ def main(url: str, stream: str, aggregate_id: str, n: int, start_file: str) -> N
 
 
 if __name__ == "__main__":
-    # Through the package, so the aggregate's topic is ``tests...._worker:Ledger``, not __main__.
+    # Through the package, as the test process imports it.
     from tests.integration.eventstore._worker import main as package_main
 
     package_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])

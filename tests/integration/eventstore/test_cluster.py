@@ -25,7 +25,7 @@ from nats.js import api
 
 from eventstore.jetstream import JetStreamFactory
 from tests.fixtures.nats import ClusterNode, NatsCluster
-from tests.integration.eventstore._worker import Ledger
+from tests.support.aggregates import Ledger
 
 
 class WireTap:

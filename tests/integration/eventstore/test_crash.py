@@ -20,19 +20,21 @@ from eventsourcing.persistence import OperationalError
 
 from eventstore._lost_acks import _RESOLVE_WINDOW
 from fleet.embedded.nats import NatsServer
-from tests.integration.eventstore._worker import Ledger
+from tests.support.aggregates import Ledger
+from tests.support.waiting import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _load(app: Application[uuid.UUID], oid: uuid.UUID) -> Ledger:
-    for _ in range(200):
-        try:
-            ledger: Ledger = app.repository.get(oid)
-            return ledger
-        except OperationalError:
-            time.sleep(0.05)
-    raise AssertionError("server did not come back")
+    ledger: Ledger = eventually_sync(
+        lambda: app.repository.get(oid),
+        timeout=10.0,
+        interval=0.05,
+        what="server did not come back",
+        ignoring=(OperationalError,),
+    )
+    return ledger
 
 
 def _freeze(server: NatsServer, seconds: float) -> None:
@@ -141,9 +143,8 @@ def test_two_processes_save_the_same_aggregate(nats_url: str, nats_stream: str, 
             subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(2)
         ]
-        deadline = time.monotonic() + 30  # both import and connect, then start together
-        while len(list(tmp_path.glob("go.ready.*"))) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # both import and connect, then start together
+        eventually_sync(lambda: len(list(tmp_path.glob("go.ready.*"))) == 2, timeout=30.0)
         start.touch()
         results: list[dict[str, Any]] = []
         for p in procs:

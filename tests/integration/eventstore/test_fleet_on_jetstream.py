@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, ClassVar
 import nats
 import pytest
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate, MutableOrImmutableAggregate
+from eventsourcing.domain import MutableOrImmutableAggregate
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
@@ -27,20 +26,15 @@ from application.app import FleetApplication
 from application.replay import replay
 from application.stores import ApplicationDeliberationStore
 from fleet.cli import main
+from tests.support.aggregates import Ledger
+from tests.support.deliberations import requested
+from tests.support.waiting import eventually, eventually_sync
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _request(task_id: str, *, agents: int = 1, rounds: int = 1) -> Deliberation:
-    return Deliberation.request(
-        task_id=task_id,
-        task="fib",
-        role="DEV",
-        num_agents=agents,
-        rounds=rounds,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=60,
-    )
+    return requested(task_id, task="fib", num_agents=agents, rounds=rounds)
 
 
 def _propose(d: Deliberation, agent: AgentId, round_no: int) -> None:
@@ -95,26 +89,9 @@ def test_version_1_events_stored_in_jetstream_upcast_on_replay(nats_env: dict[st
         fresh.close()
 
 
-class Tally(Aggregate):
-    """A JSON-friendly aggregate: what a snapshot of Deliberation should be able to hold."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, item: str) -> None:
-        self.trigger_event(self.Added, item=item)
-
-    class Added(Aggregate.Event):
-        item: str
-
-        def apply(self, aggregate: Aggregate) -> None:
-            assert isinstance(aggregate, Tally)
-            aggregate.items.append(self.item)
-
-
-class TallyApplication(Application[Any]):
+class LedgerApplication(Application[Any]):
     snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int] | None] = {
-        Tally: 50
+        Ledger: 50
     }
 
 
@@ -132,9 +109,9 @@ def _spy_select_events(app: Application[Any]) -> list[dict[str, Any]]:
 
 def test_an_aggregate_past_its_interval_loads_from_a_snapshot(nats_env: dict[str, str]) -> None:
     """FleetApplication's policy ({Deliberation: 50}) on JetStream, with a JSON-friendly state."""
-    app = TallyApplication(env=nats_env)
+    app = LedgerApplication(env=nats_env)
     try:
-        t = Tally()
+        t = Ledger()
         for i in range(60):
             t.add(f"item-{i}")
             app.save(t)  # one save per event, as Fleet's dispatcher saves answers
@@ -144,8 +121,8 @@ def test_an_aggregate_past_its_interval_loads_from_a_snapshot(nats_env: dict[str
         assert app.snapshots is not None
         assert [s.originator_version for s in app.snapshots.get(t.id)] == [50]
         calls = _spy_select_events(app)
-        loaded: Tally = app.repository.get(t.id)
-        assert (loaded.version, loaded.items) == (61, t.items)
+        loaded: Ledger = app.repository.get(t.id)
+        assert (loaded.version, loaded.tokens) == (61, t.tokens)
         assert calls and calls[-1].get("gt") == 50  # only the events after the snapshot
     finally:
         app.close()
@@ -229,6 +206,25 @@ def test_events_tail_from_a_sequence(
     assert line.split()[0] == "1" and str(a.id) in line and "Requested" in line
 
 
+def _following(env: dict[str, str]) -> None:
+    """Wait until a reader follows the event stream (its consumer exists)."""
+
+    async def consumers() -> int:
+        nc = await nats.connect(env["NATS_URL"])
+        try:
+            return int((await nc.jetstream().stream_info(env["NATS_STREAM"])).state.consumer_count)
+        finally:
+            await nc.close()
+
+    eventually_sync(
+        lambda: asyncio.run(consumers()) > 0,
+        timeout=30.0,
+        interval=0.1,
+        what="nothing follows the event stream",
+        ignoring=(nats.js.errors.NotFoundError,),
+    )
+
+
 @pytest.mark.timeout(60)
 def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -241,7 +237,7 @@ def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -
         text=True,
     )
     try:
-        time.sleep(2.5)  # started and following (only new events)
+        _following(cli_env)  # only new events are shown: write once the tail follows
         a, _ = _two_deliberations(cli_env)
         assert tail.stdout is not None
         first = json.loads(tail.stdout.readline())
@@ -266,13 +262,11 @@ class _FullReplay(FleetApplication):
 
 async def _snapshots_of(app: FleetApplication, agg_id: Any) -> list[Any]:
     """The aggregate's snapshots, once there is one (waits up to 5 s)."""
-    assert app.snapshots is not None
-    for _ in range(100):
-        found = list(app.snapshots.get(agg_id))
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    return []
+    snapshots = app.snapshots
+    assert snapshots is not None
+    return await eventually(
+        lambda: list(snapshots.get(agg_id)), timeout=5.0, interval=0.05, what="no snapshot"
+    )
 
 
 async def test_the_group_commit_path_snapshots_and_loads_use_them(

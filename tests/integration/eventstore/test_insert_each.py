@@ -18,6 +18,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, StoredEv
 from eventstore._codec import decode, encode
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from tests.integration.eventstore.test_readback import _lose_next_ack
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -216,10 +217,8 @@ def test_run_async_returns_raises_and_times_out() -> None:
                 await lt.run_async(boom(), timeout=5)
             with pytest.raises(TimeoutError):
                 await lt.run_async(forever(), timeout=0.1)
-            for _ in range(100):  # the operation is cancelled on its own loop
-                if cancelled:
-                    break
-                await asyncio.sleep(0.01)
+            # the operation is cancelled on its own loop
+            await eventually(lambda: cancelled, timeout=1.0, what="never cancelled")
             assert cancelled == [True]
 
         asyncio.run(main())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Any
 import nats
 import pytest
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
     DataError,
     IntegrityError,
@@ -28,19 +26,8 @@ from nats.js import api
 from eventstore._loop_thread import LoopThread
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from fleet.embedded.nats import NatsServer
-
-
-class Counter(Aggregate):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def increment(self) -> None:
-        self.trigger_event(self.Incremented)
-
-    class Incremented(Aggregate.Event):
-        def apply(self, aggregate: Aggregate) -> None:
-            assert isinstance(aggregate, Counter)
-            aggregate.count += 1
+from tests.support.aggregates import Counter
+from tests.support.waiting import eventually_sync
 
 
 @pytest.fixture
@@ -209,12 +196,12 @@ def test_sigkill_and_restart(private_nats_server: NatsServer) -> None:
         # disconnected waits out the resolution window (4 request timeouts) for the server, then
         # is refused as "not written" and never lands later; a write whose acknowledgement is
         # lost is resolved by read-back (test_readback.py, test_crash.py).
-        for _ in range(100):
-            try:
-                stored = [e.originator_version for e in recorder.select_events(oid)]
-                break
-            except OperationalError:
-                time.sleep(0.05)
+        stored = eventually_sync(
+            lambda: [e.originator_version for e in recorder.select_events(oid)],
+            timeout=5.0,
+            interval=0.05,
+            ignoring=(OperationalError,),
+        )
         assert stored in ([1, 2], [1, 2, 3])
         recorder.insert_events([_event(oid, len(stored) + 1)])
         assert [e.originator_version for e in recorder.select_events(oid)] == [

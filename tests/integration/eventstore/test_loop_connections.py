@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nats
@@ -19,6 +18,7 @@ from eventsourcing.persistence import DataError, IntegrityError, Notification, S
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from fleet.embedded.nats import NatsServer
 from tests.integration.eventstore.test_insert_each import _versions
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,14 +39,6 @@ def _recorder(factory: JetStreamFactory) -> JetStreamApplicationRecorder:
     recorder = factory.application_recorder()
     assert isinstance(recorder, JetStreamApplicationRecorder)
     return recorder
-
-
-async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    for _ in range(int(timeout / 0.01)):
-        if condition() or time.monotonic() > deadline:
-            return
-        await asyncio.sleep(0.01)
 
 
 async def _take(notifications: AsyncIterator[Notification], n: int) -> list[Notification]:
@@ -155,7 +147,11 @@ def test_a_closed_async_subscription_stops_consuming(
         await _take(notes, 1)
         during = await bound()
         await notes.aclose()
-        await asyncio.sleep(0.2)
+
+        async def released() -> bool:
+            return await bound() == before
+
+        await eventually(released, what="the closed subscription's consumer is still bound")
         return before, during, await bound()
 
     before, during, after = asyncio.run(main())
@@ -204,9 +200,9 @@ def test_a_live_async_subscription_and_writes_survive_a_server_restart(
             seen = [n.originator_version for n in await _take(notes, 1)]
             (own,) = _loop_connections(factory)
             private_nats_server.kill()
-            await _until(lambda: not own.is_connected)
+            await eventually(lambda: not own.is_connected)
             private_nats_server.start()
-            await _until(lambda: own.is_connected)
+            await eventually(lambda: own.is_connected)
             (result,) = await recorder.insert_events_each_async([[_event(oid, 2)]])
             assert not isinstance(result, Exception), result
             seen += [n.originator_version for n in await _take(notes, 1)]
@@ -230,7 +226,7 @@ def test_closed_from_its_own_loop_the_loops_connection_is_closed(
         await recorder.insert_events_each_async([[_event(uuid.uuid4(), 1)]])
         (own,) = _loop_connections(factory)
         factory.close()
-        await _until(lambda: own.is_closed)
+        await eventually(lambda: own.is_closed)
         return own
 
     assert asyncio.run(main()).is_closed

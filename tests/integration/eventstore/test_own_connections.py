@@ -16,6 +16,7 @@ import pytest
 from eventstore.jetstream import JetStreamFactory
 from fleet.embedded.nats import NatsServer
 from tests.integration.eventstore.test_insert_each import _event, _versions
+from tests.support.waiting import eventually_sync
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,12 +75,9 @@ def test_a_write_after_a_server_restart_behind_an_idle_connection_lands_once(
         recorder.insert_events([_event(oid, 1)])
         main = factory.connection.log.nc
         private_nats_server.kill()
-        deadline = time.monotonic() + 10
-        while main.is_connected and time.monotonic() < deadline:
-            time.sleep(0.01)
+        eventually_sync(lambda: not main.is_connected, interval=0.01, what="still connected")
         private_nats_server.start()
-        while not main.is_connected and time.monotonic() < deadline + 10:
-            time.sleep(0.01)
+        eventually_sync(lambda: main.is_connected, interval=0.01, what="never reconnected")
         # This thread's own connection slept through all of that on a dead socket.
         recorder.insert_events([_event(oid, 2)])
         assert _versions(factory, oid) == [1, 2]

@@ -8,7 +8,6 @@ IntegrityError when another writer won, never a silent duplicate or loss.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,7 +15,6 @@ from typing import Any
 import nats
 import pytest
 from eventsourcing.application import Application
-from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
     DataError,
     IntegrityError,
@@ -30,6 +28,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from eventstore._codec import decode
 from eventstore.jetstream import JetStreamFactory, OutcomeUnknownError
 from fleet.embedded.nats import NatsServer
+from tests.support.aggregates import Counter
+from tests.support.waiting import eventually_sync
 
 
 @pytest.fixture(params=["own", "crossing"])
@@ -151,9 +151,8 @@ def test_unreachable_for_the_whole_window_says_so(private_nats_server: NatsServe
         private_nats_server.kill()
         # Once the client knows it is disconnected (not before: then the outcome is unknown), a
         # write is refused outright. Wait for that, bounded, rather than racing the socket close.
-        deadline = time.monotonic() + 10
-        while f.connection.log.nc.is_connected and time.monotonic() < deadline:
-            time.sleep(0.01)
+        nc = f.connection.log.nc
+        eventually_sync(lambda: not nc.is_connected, interval=0.01, what="still connected")
         with pytest.raises(OperationalError, match=private_nats_server.url) as e:
             recorder.insert_events([_event(oid, 2)])
         # Refused while disconnected: certainly not written, and not "unknown".
@@ -175,19 +174,6 @@ def test_reads_through_the_stream_leader(factory: JetStreamFactory) -> None:
     assert recorder.max_notification_id() == 2
     assert recorder.max_tracking_id("up") == 3
     assert [e.originator_version for e in recorder.select_events(oid, desc=True, limit=1)] == [2]
-
-
-class Counter(Aggregate):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def increment(self) -> None:
-        self.trigger_event(self.Incremented)
-
-    class Incremented(Aggregate.Event):
-        def apply(self, aggregate: Aggregate) -> None:
-            assert isinstance(aggregate, Counter)
-            aggregate.count += 1
 
 
 def test_an_undecodable_message_is_named_and_other_aggregates_still_load(

@@ -20,7 +20,7 @@ from eventsourcing.persistence import DatabaseError
 from nats.js import api
 
 from eventstore.jetstream import JetStreamFactory
-from tests.integration.eventstore._worker import Ledger
+from tests.support.aggregates import Ledger
 
 SAFE: dict[str, Any] = {
     "storage": api.StorageType.FILE,

@@ -21,6 +21,7 @@ from tests.integration.projectors.test_api_projections import (  # the light nod
     _verify_json,
     node,  # noqa: F401 (a fixture)
 )
+from tests.support.waiting import eventually_sync
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,10 +49,11 @@ async def test_verify_reports_a_finished_entry_lost_before_it_expired(
 
 
 def _until_failed(runner: ProjectorRunner, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while runner.state != RunnerState.FAILED:
-        assert time.monotonic() < deadline, f"runner still {runner.state}"
-        time.sleep(0.02)
+    eventually_sync(
+        lambda: runner.state == RunnerState.FAILED,
+        timeout=timeout,
+        what=lambda: f"runner still {runner.state}",
+    )
 
 
 def test_status_shows_seconds_behind_for_a_restarted_runner_whose_first_batch_fails(

@@ -16,6 +16,7 @@ from application.app import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
 from projectors.fence import Fence
 from projectors.graph.ladybug import CATCH_UP_EVENTS, CHECKPOINT_THRESHOLD, LadybugGraph
+from tests.support.waiting import eventually_sync
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(60)
@@ -146,13 +147,6 @@ class _Counting(GraphProjection):
         super().idle()
 
 
-def _until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def _backlog(tmp_path: Path) -> tuple[FleetApplication, LadybugGraph, _Counting]:
     """Three deliberations to catch up on, and a graph that folds any log when asked."""
     app = scenarios.popo_app()
@@ -167,11 +161,11 @@ def test_the_runner_checkpoints_after_a_catch_up_and_when_idle(tmp_path: Path) -
     try:
         with ProjectorRunner(app, projection, batch_size=4, idle_s=0.2) as runner:
             runner.wait(app.recorder.max_notification_id() or 0)
-            _until(lambda: projection.idles >= 1 and _wal_bytes(graph) == 0)
+            eventually_sync(lambda: projection.idles >= 1 and _wal_bytes(graph) == 0)
             idles = projection.idles
             scenarios.completed(app)  # live writes, then quiet: one more checkpoint
             runner.wait(app.recorder.max_notification_id() or 0)
-            _until(lambda: projection.idles > idles and _wal_bytes(graph) == 0)
+            eventually_sync(lambda: projection.idles > idles and _wal_bytes(graph) == 0)
             time.sleep(0.5)  # nothing written since: no further checkpoints
             assert projection.idles == idles + 1
     finally:
@@ -186,7 +180,7 @@ def test_a_burst_while_live_is_no_catch_up_and_checkpoints_nothing(tmp_path: Pat
     try:
         with ProjectorRunner(app, projection, batch_size=4, idle_s=60) as runner:
             runner.wait(app.recorder.max_notification_id() or 0)
-            _until(lambda: projection.idles == 1)  # the catch-up drained
+            eventually_sync(lambda: projection.idles == 1)  # the catch-up drained
             projection.gate.clear()
             projection.entered.clear()
             first = scenarios.all_failed(app)  # 6 events: the first one's commit is held...

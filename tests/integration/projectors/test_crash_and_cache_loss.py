@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
 
@@ -28,6 +27,8 @@ from projectors import CacheProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.ladybug import LadybugGraph
 from projectors.verify import verify
+from tests.support.deliberations import requested
+from tests.support.waiting import eventually_sync
 from tests.unit.projectors import scenarios
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,10 +38,9 @@ def _deliberations(n: int) -> list[Deliberation]:
     """``n`` completed deliberations of 9 events each, built in memory."""
     out = []
     for _ in range(n):
-        d = Deliberation.request(
-            task_id=f"crash-{uuid4().hex[:10]}", task="add two numbers", role="DEV",
-            num_agents=3, rounds=1, requested_at=datetime.now(UTC), timeout_seconds=600,
-            rubric="", plan_id="plan-crash", story_id="s", requested_by="tests",
+        d = requested(
+            f"crash-{uuid4().hex[:10]}", task="add two numbers", timeout_seconds=600,
+            plan_id="plan-crash", story_id="s", requested_by="tests",
         )  # fmt: skip
         d.start()
         for k, a in enumerate(d.agents):
@@ -151,13 +151,10 @@ async def test_an_emptied_valkey_keeps_reads_answering_and_refills(
 
 
 def _wait_for_board(board: ValkeyDeliberationBoard, head: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if board.position() >= head:
-                return
-        except valkey.ConnectionError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"cache not refilled to {head}")
-        time.sleep(0.05)
+    eventually_sync(
+        lambda: board.position() >= head,
+        timeout=timeout,
+        interval=0.05,
+        what=f"cache not refilled to {head}",
+        ignoring=(valkey.ConnectionError,),
+    )

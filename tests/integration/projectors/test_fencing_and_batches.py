@@ -18,6 +18,7 @@ from projectors.errors import ProjectionFencedError
 from projectors.fence import Fence
 from projectors.graph.ladybug import LadybugGraph
 from projectors.verify import verify
+from tests.support.deliberations import requested
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(90)
@@ -208,16 +209,11 @@ def test_a_slow_query_is_stopped_at_its_time_limit(graph: LadybugGraph) -> None:
 
 
 def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: LadybugGraph) -> None:
-    from datetime import UTC, datetime
 
-    from aggregates import AgentId, Deliberation, PeerReview
+    from aggregates import AgentId, PeerReview
 
     app = scenarios.popo_app()
-    d = Deliberation.request(
-        task_id="critique-1", task="t", role="DEV", num_agents=2, rounds=2,
-        requested_at=datetime.now(UTC), timeout_seconds=60, rubric="", plan_id="",
-        story_id="", requested_by="tests",
-    )  # fmt: skip
+    d = requested("critique-1", task="t", num_agents=2, rounds=2, requested_by="tests")
     d.start()
     a, b = d.agents
     for agent in (a, b):
@@ -248,16 +244,11 @@ def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: Ladybu
 def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(tmp_path: Path) -> None:
     # The score statements find the final proposal by key lookups over every round; a revision
     # (round 1) must take the score from round 0, an agent that did not revise keeps round 0.
-    from datetime import UTC, datetime
 
-    from aggregates import AgentId, CheckOutcome, Deliberation
+    from aggregates import AgentId, CheckOutcome
 
     app = scenarios.popo_app()
-    d = Deliberation.request(
-        task_id="rounds-1", task="t", role="DEV", num_agents=2, rounds=2,
-        requested_at=datetime.now(UTC), timeout_seconds=60, rubric="", plan_id="",
-        story_id="", requested_by="tests",
-    )  # fmt: skip
+    d = requested("rounds-1", task="t", num_agents=2, rounds=2, requested_by="tests")
     d.start()
     a, b = (AgentId(x) for x in d.agents)
     for agent in (a, b):

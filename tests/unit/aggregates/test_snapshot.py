@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
-from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation
+from aggregates import AgentAnswer, AgentId, CheckOutcome
 from aggregates.snapshot_state import SnapshotCodec
 from application.app import FleetApplication
+from tests.support.deliberations import requested
 
 
 def test_snapshot_round_trips_a_completed_deliberation() -> None:
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    d = Deliberation.request(
-        task_id="snap-1",
-        task="fib",
-        role="DEV",
-        num_agents=2,
-        rounds=1,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=60,
-    )
+    d = requested("snap-1", task="fib", num_agents=2)
     d.start()
     for i, agent in enumerate(d.default_agents()):
         d.receive_proposal(

@@ -10,20 +10,13 @@ from eventsourcing.utils import get_topic
 
 from aggregates import AgentAnswer, AgentId, Deliberation, deliberation_id
 from application.app import FleetApplication
+from tests.support.deliberations import requested
 
 
 def _started(task_id: str, *, rounds: int) -> tuple[FleetApplication, Deliberation]:
     """An in-memory application holding a started one-agent deliberation."""
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    d = Deliberation.request(
-        task_id=task_id,
-        task="fib",
-        role="DEV",
-        num_agents=1,
-        rounds=rounds,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=60,
-    )
+    d = requested(task_id, task="fib", num_agents=1, rounds=rounds)
     d.start()
     app.save(d)
     return app, d
@@ -102,16 +95,7 @@ def test_version_1_requests_and_snapshots_replay_with_no_trace_context() -> None
 
 def test_a_request_keeps_the_trace_context_it_was_given() -> None:
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    d = Deliberation.request(
-        task_id="t-1",
-        task="fib",
-        role="DEV",
-        num_agents=1,
-        rounds=1,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=60,
-        trace_context=parent,
-    )
+    d = requested("t-1", task="fib", num_agents=1, trace_context=parent)
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     app.save(d)
     assert app.repository.get(d.id).trace_context == parent

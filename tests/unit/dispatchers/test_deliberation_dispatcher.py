@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +26,8 @@ from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+from tests.support.deliberations import requested
+from tests.support.waiting import until_terminal
 
 Behaviour = Callable[[AgentTurn], Awaitable[str]]
 
@@ -64,26 +65,9 @@ def app() -> FleetApplication:
 
 
 def request(a: FleetApplication, task_id: str, timeout: int = 30, agents: int = 3) -> Deliberation:
-    d = Deliberation.request(
-        task_id=task_id,
-        task="do it",
-        role="DEV",
-        num_agents=agents,
-        rounds=1,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=timeout,
-    )
+    d = requested(task_id, task="do it", num_agents=agents, timeout_seconds=timeout)
     a.save(d)
     return d
-
-
-async def until_terminal(store: ApplicationDeliberationStore, d: Deliberation) -> Deliberation:
-    for _ in range(400):
-        got = await store.get(d.id)
-        if got.is_terminal:
-            return got
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{d.id} never reached a terminal state")
 
 
 async def test_three_answers_complete_with_the_best_scored_winner() -> None:
@@ -92,7 +76,7 @@ async def test_three_answers_complete_with_the_best_scored_winner() -> None:
     rt = FakeAgentRuntime({"dev-agent-3": _say("a much longer and therefore better answer " * 2)})
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
         d = request(a, "ok")
-        done = await until_terminal(store, d)
+        done = await until_terminal(store, d.id)
     assert done.status is DeliberationStatus.COMPLETED
     assert len(done.proposals) == 3
     assert done.winner == "dev-agent-3"
@@ -118,7 +102,7 @@ async def test_answers_are_not_recorded_when_started_could_not_be() -> None:
     store = StoreFailingFirstUpdate(a)
     rt = FakeAgentRuntime()
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, request(a, "no-start"))
+        done = await until_terminal(store, request(a, "no-start").id)
     assert done.status is DeliberationStatus.FAILED
     assert "NATS unreachable" in done.reason
     assert done.proposals == {}
@@ -130,7 +114,7 @@ async def test_failures_are_recorded_and_the_rest_complete() -> None:
     store = ApplicationDeliberationStore(a)
     rt = FakeAgentRuntime({"dev-agent-1": _fail("endpoint said 500")})
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, request(a, "one-fails"))
+        done = await until_terminal(store, request(a, "one-fails").id)
     assert done.status is DeliberationStatus.COMPLETED
     assert done.failures[("dev-agent-1", 0)].error == "endpoint said 500"
     assert done.winner in ("dev-agent-2", "dev-agent-3")
@@ -141,7 +125,7 @@ async def test_every_agent_failing_is_failed_with_reasons() -> None:
     store = ApplicationDeliberationStore(a)
     rt = FakeAgentRuntime({f"dev-agent-{i}": _fail(f"no route {i}") for i in (1, 2, 3)})
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, request(a, "all-fail"))
+        done = await until_terminal(store, request(a, "all-fail").id)
     assert done.status is DeliberationStatus.FAILED
     assert "no route 2" in done.reason
 
@@ -151,7 +135,7 @@ async def test_deadline_times_out_and_keeps_what_arrived() -> None:
     store = ApplicationDeliberationStore(a)
     rt = FakeAgentRuntime({"dev-agent-2": _hang(), "dev-agent-3": _hang()})
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, request(a, "slow", timeout=1))
+        done = await until_terminal(store, request(a, "slow", timeout=1).id)
     assert done.status is DeliberationStatus.TIMEOUT
     assert list(done.final_proposals()) == ["dev-agent-1"]
     assert done.missing == ["dev-agent-2", "dev-agent-3"]
@@ -172,7 +156,7 @@ async def test_a_restarted_dispatcher_runs_only_what_is_outstanding() -> None:
     )
     rt = FakeAgentRuntime()
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):  # a fresh process
-        done = await until_terminal(store, d)
+        done = await until_terminal(store, d.id)
     assert sorted(rt.calls) == [f"{d.id}:0:dev-agent-2", f"{d.id}:0:dev-agent-3"]
     assert done.proposals[("dev-agent-1", 0)].content == "kept"
     assert done.status is DeliberationStatus.COMPLETED
@@ -186,7 +170,7 @@ async def test_a_deliberation_past_its_deadline_before_restart_times_out_at_once
     await asyncio.sleep(1.1)
     rt = FakeAgentRuntime()
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, d)
+        done = await until_terminal(store, d.id)
     assert done.status is DeliberationStatus.TIMEOUT
     assert rt.calls == []
     # Timed out without ever being started: nobody took it before its deadline.
@@ -199,7 +183,7 @@ async def test_scores_land_before_the_decision_and_a_restart_completes_from_them
     store = ApplicationDeliberationStore(a)
     rt = FakeAgentRuntime()
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
-        done = await until_terminal(store, request(a, "ordered"))
+        done = await until_terminal(store, request(a, "ordered").id)
     types = [type(e).__name__ for e in await store.history(done.id)]
     assert types[-4:] == ["ProposalScored"] * 3 + ["Completed"]
 
@@ -234,7 +218,7 @@ async def test_scores_land_before_the_decision_and_a_restart_completes_from_them
     async with DeliberationDispatcher(
         store, ApplicationEventFeed(a), rt, options=DispatcherOptions(peer_review=False)
     ):
-        done = await until_terminal(store, d)
+        done = await until_terminal(store, d.id)
     assert seen == [["dev-agent-2", "dev-agent-3"]]
     assert done.status is DeliberationStatus.COMPLETED and done.winner == "dev-agent-1"
     types = [type(e).__name__ for e in await store.history(d.id)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from uuid import UUID
 
 import pytest
 
@@ -20,6 +21,7 @@ from dispatchers.plans import (
     parse_plan_approval,
     request_deliberations,
 )
+from tests.support.waiting import eventually
 
 NOW = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
 SEED_MESSAGE = {
@@ -61,6 +63,10 @@ def test_bad_bodies_are_rejected_with_a_reason(body: bytes, reason: str) -> None
         parse_plan_approval(body)
 
 
+async def dispatched(store: ApplicationDeliberationStore, plan_id: UUID) -> bool:
+    return (await store.get_plan(plan_id)).dispatched
+
+
 async def test_an_approved_plan_spawns_one_deliberation_per_role_once() -> None:
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     store = ApplicationDeliberationStore(app)
@@ -69,10 +75,7 @@ async def test_an_approved_plan_spawns_one_deliberation_per_role_once() -> None:
         plan, created = await approve_plan(store, approval, now=NOW)
         again, created_again = await approve_plan(store, approval, now=NOW)  # redelivered
         assert created and not created_again and again.id == plan.id == plan_id_of("PL-7")
-        for _ in range(200):
-            if (await store.get_plan(plan.id)).dispatched:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: dispatched(store, plan.id))
     stored = await store.get_plan(plan.id)
     assert stored.requested_task_ids == ["plan:PL-7:DEV", "plan:PL-7:QA"]
     dev = await store.get(deliberation_id(plan_deliberation_task_id("PL-7", "DEV")))
@@ -93,10 +96,7 @@ async def test_a_plan_approved_while_no_dispatcher_ran_is_dispatched_on_start() 
     store = ApplicationDeliberationStore(app)
     app.save(Plan.approve(plan_id="P2", story_id="S", approved_at=NOW, description="x"))
     async with PlanDispatcher(store, ApplicationEventFeed(app)):
-        for _ in range(200):
-            if (await store.get_plan(plan_id_of("P2"))).dispatched:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: dispatched(store, plan_id_of("P2")))
     ids = (await store.get_plan(plan_id_of("P2"))).requested_task_ids
     assert ids == ["plan:P2:ARCHITECT", "plan:P2:DEV", "plan:P2:QA"]
     d = await store.get(deliberation_id(ids[0]))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from agent_runtime.api import (
@@ -29,6 +28,8 @@ from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+from tests.support.deliberations import requested
+from tests.support.waiting import eventually, until_terminal
 
 
 def code(body: str, quality: int) -> str:
@@ -105,27 +106,11 @@ def setup(
 
 
 def request(a: FleetApplication, task_id: str, *, rounds: int = 1, agents: int = 3) -> Deliberation:
-    d = Deliberation.request(
-        task_id=task_id,
-        task="Write fib(n)",
-        role="DEV",
-        num_agents=agents,
-        rounds=rounds,
-        requested_at=datetime.now(tz=UTC),
-        timeout_seconds=30,
-        requirements=["fib"],
+    d = requested(
+        task_id, num_agents=agents, rounds=rounds, timeout_seconds=30, requirements=["fib"]
     )
     a.save(d)
     return d
-
-
-async def until_terminal(store: ApplicationDeliberationStore, d_id: object) -> Deliberation:
-    for _ in range(500):
-        got = await store.get(d_id)  # type: ignore[arg-type]
-        if got.is_terminal:
-            return got
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{d_id} never reached a terminal state")
 
 
 async def test_the_better_proposal_of_the_last_agent_wins() -> None:
@@ -236,16 +221,10 @@ async def test_a_cancel_on_the_feed_stops_in_flight_work_promptly() -> None:
     a, store, dispatcher = setup(rt)
     async with dispatcher:
         d = request(a, "cancel-me", rounds=2)
-        for _ in range(300):
-            if any(t.round == 1 for t in rt.turns):
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: any(t.round == 1 for t in rt.turns), what="no round-1 turn")
         assert dispatcher.active == 1
         await store.update(d.id, lambda d: d.cancel("user"))
-        for _ in range(100):
-            if dispatcher.active == 0:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: dispatcher.active == 0, what="the driver still runs")
         assert dispatcher.active == 0 and dispatcher.cancelled_drivers == 1
     done = await store.get(d.id)
     assert done.status is DeliberationStatus.CANCELLED
@@ -257,10 +236,7 @@ async def test_a_restart_during_a_later_round_runs_only_what_is_missing() -> Non
     a, store, dispatcher = setup(rt)
     d = request(a, "resume", rounds=2)
     async with dispatcher:  # round 0 and the critiques run; the revisions hang
-        for _ in range(300):
-            if sum(t.round == 1 for t in rt.turns) == 3:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: sum(t.round == 1 for t in rt.turns) == 3, what="revisions")
     before = await store.get(d.id)
     assert before.critiqued(1) == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
     rt2 = ScriptedRuntime(rt.proposals)
@@ -294,10 +270,8 @@ async def test_ratings_go_out_while_the_answers_are_written_and_land_after_them(
     store = SlowAnswersStore(a)
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
         d = request(a, "overlap")
-        for _ in range(200):  # the peers are asked to rate while no proposal is stored yet
-            if len(rt.reviews) == 3:
-                break
-            await asyncio.sleep(0.01)
+        # the peers are asked to rate while no proposal is stored yet
+        await eventually(lambda: len(rt.reviews) == 3, what="three rating requests")
         assert len(rt.reviews) == 3
         assert store.held == 3
         stored = await store.get(d.id)
@@ -305,11 +279,7 @@ async def test_ratings_go_out_while_the_answers_are_written_and_land_after_them(
         # Each reviewer saw its peers' answers, taken from the driver's copy.
         assert all(len(r.candidates) == 2 for r in rt.reviews)
         store.gate.set()
-        for _ in range(400):
-            done = await store.get(d.id)
-            if done.is_terminal:
-                break
-            await asyncio.sleep(0.01)
+        done = await until_terminal(store, d.id)
     assert done.status is DeliberationStatus.COMPLETED
     assert done.winner == "dev-agent-3"
     types = [type(e).__name__ for e in await store.history(d.id)]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import inspect
-import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +14,7 @@ from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import PlanDeliberationStore
 from fleet.metrics import FleetMetrics
 from fleet.observed_store import ObservedStore
+from tests.support.deliberations import requested
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,15 +51,7 @@ def test_every_store_method_is_written_out_and_none_falls_through() -> None:
 
 
 def _new_deliberation() -> Deliberation:
-    return Deliberation.request(
-        task_id=f"t-{uuid.uuid4().hex[:8]}",
-        task="Write a function",
-        role="DEV",
-        num_agents=1,
-        rounds=1,
-        requested_at=NOW,
-        timeout_seconds=600,
-    )
+    return requested(task="Write a function", num_agents=1, timeout_seconds=600)
 
 
 def _start(d: Deliberation) -> Deliberation:

@@ -1,6 +1,6 @@
 """``pull_batches``: the one loop every pull-consumer reader uses must outlive each outcome of
 nats-py's ``fetch`` except a closed connection (a scripted subscription: this is the loop's own
-logic; the real-server case is in tests/integration/nats_backend)."""
+logic; the real-server case is in tests/integration/natsio)."""
 
 from __future__ import annotations
 

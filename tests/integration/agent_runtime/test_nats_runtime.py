@@ -26,7 +26,8 @@ from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
-from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
+from tests.integration.agent_runtime.conftest import WorkerFactory, endpoint
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -44,20 +45,11 @@ def turn(agent: str = "dev-agent-1", *, d_id: str = "d-1", timeout_s: float = 10
     )
 
 
-async def eventually(check: Any, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition never held")
-
-
 async def queue_drained(nc: NATS, names: QueueNames) -> None:
-    for _ in range(250):
-        if (await nc.jetstream().stream_info(names.work_stream)).state.messages == 0:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("work left in the queue")
+    async def empty() -> bool:
+        return (await nc.jetstream().stream_info(names.work_stream)).state.messages == 0
+
+    await eventually(empty, timeout=5.0, what="work left in the queue")
 
 
 async def dead_letters(nc: NATS, names: QueueNames) -> list[Any]:
@@ -172,8 +164,12 @@ async def test_a_call_whose_workers_keep_dying_is_parked_by_the_advisory(
         await queue_drained(nc, names)
 
 
+def _unreadable(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("unreadable message" in r.getMessage() for r in caplog.records)
+
+
 async def test_answers_still_arrive_after_many_idle_polls_and_a_poisoned_result(
-    nc: NATS, names: QueueNames, start_worker: WorkerFactory
+    nc: NATS, names: QueueNames, start_worker: WorkerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 7's stall: an idle poll of the results consumer sometimes returns an empty batch
     (the server's 408 beats the client's timer), and a malformed message may land on a results
@@ -188,7 +184,7 @@ async def test_answers_still_arrive_after_many_idle_polls_and_a_poisoned_result(
             js = nc.jetstream()
             await js.publish(f"{names.results_prefix}.turn.x", b'{"kind": "turn"}')  # no key
             await js.publish(f"{names.results_prefix}.turn.y", b"\xff not json")
-            await asyncio.sleep(0.5)
+            await eventually(lambda: _unreadable(caplog) == 2, what="the bad results unread")
             result = await rt.run_turn(turn("dev-agent-2", timeout_s=5.0))
             assert result.agent_id == "dev-agent-2" and result.content
     finally:

@@ -19,8 +19,9 @@ from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
-from tests.integration.nats_backend.conftest import WorkerFactory
-from tests.integration.nats_backend.test_nats_runtime import eventually, turn
+from tests.integration.agent_runtime.conftest import WorkerFactory
+from tests.integration.agent_runtime.test_nats_runtime import turn
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,8 +15,8 @@ from agent_runtime.api import AgentTurnError
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from fleet.logs import DeliberationFilter
 from fleet_testing.loadgen import LoadGenServer, Mode
-from tests.integration.nats_backend.conftest import WorkerFactory
-from tests.integration.nats_backend.test_nats_runtime import _StalledWorker, turn
+from tests.integration.agent_runtime.conftest import WorkerFactory
+from tests.integration.agent_runtime.test_nats_runtime import _StalledWorker, turn
 
 pytestmark = pytest.mark.timeout(60)
 

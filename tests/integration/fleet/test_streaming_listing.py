@@ -24,7 +24,8 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.api._cli import fleet as _fleet
+from tests.integration.fleet._cli import fleet as _fleet
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -81,10 +82,19 @@ async def test_stream_starts_a_new_deliberation_and_ends_complete(api: Api) -> N
     assert last.current_agent == result.winner_id
 
 
+async def _started(client: FleetClient, task_id: str) -> None:
+    """Wait until a dispatcher has started the deliberation (it has history past its request)."""
+
+    async def started() -> bool:
+        return (await client.result(task_id)).status != pb.DELIBERATION_STATUS_PENDING
+
+    await eventually(started, interval=0.01, what=f"{task_id} never started")
+
+
 async def test_a_resumed_stream_replays_exactly_what_a_live_one_saw(api: Api) -> None:
     done = await api.client.deliberate("write fib", task_id="stream-midway")
     assert done.status == pb.DELIBERATION_STATUS_PENDING
-    await asyncio.sleep(0.15)  # join while it runs: part history, part live
+    await _started(api.client, "stream-midway")  # join while it runs: part history, part live
     live = await _updates(api.client, "stream-midway")
     replayed = await _updates(api.client, "stream-midway")
     assert live == replayed, "no gap and no duplicate where history meets the live feed"
@@ -156,7 +166,7 @@ async def test_list_filters_pages_newest_first_and_validates(api: Api) -> None:
 async def test_cancel_ends_an_open_deliberation_once(api: Api) -> None:
     await api.client.deliberate("loadgen:hang write fib", task_id="cancel-me", timeout_seconds=5)
     watch = asyncio.create_task(_updates(api.client, "cancel-me"))
-    await asyncio.sleep(0.2)
+    await _started(api.client, "cancel-me")
     resp = await api.client.cancel("cancel-me", "changed my mind")
     assert resp.status == pb.DELIBERATION_STATUS_CANCELLED
     updates = await asyncio.wait_for(watch, 10)
@@ -205,12 +215,11 @@ async def test_metrics_are_derived_from_the_stream(api: Api) -> None:
         with urllib.request.urlopen(api.node.endpoints.metrics, timeout=5) as r:
             return str(r.read().decode())
 
-    text = ""
-    for _ in range(50):  # the metrics follower trails the stream by a moment
+    async def counted() -> str:  # the metrics follower trails the stream by a moment
         text = await asyncio.to_thread(scrape)
-        if 'fleet_deliberations_total{status="COMPLETED"}' in text:
-            break
-        await asyncio.sleep(0.1)
+        return text if 'fleet_deliberations_total{status="COMPLETED"}' in text else ""
+
+    text = await eventually(counted, timeout=5.0, interval=0.1, what="no COMPLETED count")
     assert 'fleet_deliberations_total{status="COMPLETED"}' in text
     assert 'fleet_agent_call_seconds_count{model="loadgen"}' in text
     assert 'fleet_agent_tokens_total{kind="completion",model="loadgen"}' in text

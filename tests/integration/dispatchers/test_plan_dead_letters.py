@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 from uuid import UUID
 
@@ -34,6 +34,7 @@ from dispatchers.plan_approvals import (
     PlanApprovalConsumer,
 )
 from fleet.embedded.nats import NatsServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -80,18 +81,6 @@ def approval(plan_id: str) -> bytes:
     return json.dumps(body).encode()
 
 
-async def until(check: Callable[[], bool | Awaitable[bool]], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await _holds(check):
-        assert time.monotonic() < deadline, "condition never held"
-        await asyncio.sleep(0.02)
-
-
-async def _holds(check: Callable[[], bool | Awaitable[bool]]) -> bool:
-    got = check()
-    return await got if isinstance(got, Awaitable) else got
-
-
 async def consuming(js: JetStreamContext) -> bool:
     """The consumer has made its stream and durable (a message published now is delivered)."""
     try:
@@ -108,13 +97,13 @@ async def test_a_transient_failure_is_retried_with_backoff_then_parked_while_oth
     nc = await nats.connect(private_nats_server.url)
     js = nc.jetstream()
     async with PlanApprovalConsumer(nc, store=down, max_deliver=MAX_DELIVER) as consumer:
-        await until(lambda: consuming(js))
+        await eventually(lambda: consuming(js), timeout=15.0)
         await js.publish(PLAN_SUBJECT, approval("PL-DOWN"))
         await js.publish(PLAN_SUBJECT, approval("PL-NEXT"))
-        await until(lambda: len(down.failed_at) == MAX_DELIVER)
-        await until(lambda: consumer.parked == 1)
+        await eventually(lambda: len(down.failed_at) == MAX_DELIVER, timeout=15.0)
+        await eventually(lambda: consumer.parked == 1, timeout=15.0)
         await js.publish(PLAN_SUBJECT, approval("PL-AFTER"))
-        await until(lambda: consumer.accepted == 2)
+        await eventually(lambda: consumer.accepted == 2, timeout=15.0)
         info = await js.consumer_info(PLAN_STREAM, "fleet-plans")
         assert not consumer.background_tasks()[0].done(), "the consumer must keep running"
 

@@ -21,8 +21,9 @@ from agent_runtime._nats_wire import QueueNames, ResultMessage
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.nats_backend.conftest import WorkerFactory
-from tests.integration.nats_backend.test_nats_runtime import eventually, queue_drained, turn
+from tests.integration.agent_runtime.conftest import WorkerFactory
+from tests.integration.agent_runtime.test_nats_runtime import queue_drained, turn
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

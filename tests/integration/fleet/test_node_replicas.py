@@ -10,7 +10,6 @@ workers started as ``fleet worker`` starts them, for another installation on the
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import NatsCluster, unique_stream_name
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -56,14 +56,15 @@ async def plan_consumer_ready(url: str, timeout_s: float = 10.0) -> None:
     """Wait until the plan consumer reads (its streams exist then). By name, not by listing every
     stream: a cluster answers a list asked while a stream is being placed only after seconds."""
     nc = await nats.connect(url)
-    js, deadline = nc.jetstream(), asyncio.get_running_loop().time() + timeout_s
+    js = nc.jetstream()
     try:
-        while True:
-            with contextlib.suppress(NotFoundError):
-                await js.consumer_info("PLANNING", "fleet-plans")
-                return
-            assert asyncio.get_running_loop().time() < deadline, "no plan consumer"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: js.consumer_info("PLANNING", "fleet-plans"),
+            timeout=timeout_s,
+            interval=0.05,
+            what="no plan consumer",
+            ignoring=(NotFoundError,),
+        )
     finally:
         await nc.close()
 

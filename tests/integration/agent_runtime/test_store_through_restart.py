@@ -23,9 +23,10 @@ from agent_runtime.nats_runtime import NatsAgentRuntime
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name
-from tests.integration.nats_backend.conftest import endpoint
-from tests.integration.nats_backend.test_ack_after_store import _CountingWorker
-from tests.integration.nats_backend.test_nats_runtime import eventually, turn
+from tests.integration.agent_runtime.conftest import endpoint
+from tests.integration.agent_runtime.test_ack_after_store import _CountingWorker
+from tests.integration.agent_runtime.test_nats_runtime import turn
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 

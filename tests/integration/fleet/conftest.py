@@ -1,4 +1,5 @@
-"""Fixtures of the API tests: an in-memory span exporter behind Fleet's tracer, certificates."""
+"""Fixtures of the node tests (gRPC API, CLI): an in-memory span exporter behind Fleet's
+tracer, certificates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.api._pki import Pki, make_pki
+from tests.integration.fleet._pki import Pki, make_pki
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.api._cli import fleet as _fleet
+from tests.integration.fleet._cli import fleet as _fleet
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from fleet.embedded._process import free_port
-from tests.integration.api._cli import fleet
+from tests.integration.fleet._cli import fleet
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -25,7 +25,7 @@ from fleet.embedded._process import free_port
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import SERVICE_NAME, GrpcServer, OrchestratorServicer
-from tests.integration.api._pki import Pki
+from tests.integration.fleet._pki import Pki
 
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "s3cret-token-value"

@@ -30,8 +30,9 @@ from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.nats_backend.conftest import WorkerFactory, endpoint
-from tests.integration.nats_backend.test_nats_runtime import eventually, turn
+from tests.integration.agent_runtime.conftest import WorkerFactory, endpoint
+from tests.integration.agent_runtime.test_nats_runtime import turn
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(90)
 

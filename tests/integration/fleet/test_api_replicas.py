@@ -25,7 +25,7 @@ from fleet.embedded._process import free_port
 from fleet.embedded.valkey import ValkeyServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from tests.fixtures.nats import unique_stream_name
-from tests.integration.api._cli import fleet
+from tests.integration.fleet._cli import fleet
 
 pytestmark = pytest.mark.timeout(120)
 

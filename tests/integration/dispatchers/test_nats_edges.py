@@ -23,6 +23,7 @@ from dispatchers.plan_approvals import (
     PLAN_SUBJECT,
     PlanApprovalConsumer,
 )
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,14 +33,6 @@ async def app(nats_env: dict[str, str]) -> AsyncIterator[FleetApplication]:
     a = await asyncio.to_thread(FleetApplication, nats_env)
     yield a
     a.close()
-
-
-async def eventually(check: object, timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if await check():  # type: ignore[operator]
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition never held")
 
 
 async def test_plan_approvals_are_recorded_once_and_bad_ones_parked(
@@ -66,7 +59,7 @@ async def test_plan_approvals_are_recorded_once_and_bad_ones_parked(
         await js.publish(PLAN_SUBJECT, json.dumps({"story_id": "s"}).encode())
         await js.publish(PLAN_SUBJECT, json.dumps(good).encode())
         await js.publish(PLAN_SUBJECT, json.dumps(good).encode())  # redelivered by Planning
-        await eventually(lambda: _async(consumer.accepted == 2 and consumer.parked == 2))
+        await eventually(lambda: consumer.accepted == 2 and consumer.parked == 2)
     plan = await store.get_plan(plan_id_of(plan_id))
     assert isinstance(plan, Plan) and plan.tasks == ["write the API"] and plan.version == 1
     assert plan.metadata["ceremony_id"] == "c-9"
@@ -84,10 +77,6 @@ async def _has_stream(js: object, subject: str) -> bool:
         return True
     except Exception:
         return False
-
-
-async def _async(value: bool) -> bool:
-    return value
 
 
 async def test_the_work_queue_gives_each_deliberation_to_one_owner_and_hands_it_over(
@@ -161,7 +150,7 @@ async def test_a_notice_is_claimed_at_once_while_other_claims_are_heart_beaten(
         async def all_claimed() -> bool:
             return len(lags) == len(offered)
 
-        await eventually(all_claimed, 5.0)
+        await eventually(all_claimed, timeout=5.0)
     finally:
         taker.cancel()
         for task in [taker, *holders]:

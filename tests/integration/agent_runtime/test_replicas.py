@@ -25,8 +25,8 @@ from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM, StreamSetupError
 from tests.fixtures.nats import NatsCluster, unique_stream_name
-from tests.integration.nats_backend.conftest import endpoint
-from tests.integration.nats_backend.test_nats_runtime import turn
+from tests.integration.agent_runtime.conftest import endpoint
+from tests.integration.agent_runtime.test_nats_runtime import turn
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,8 +14,8 @@ from nats.aio.client import Client as NATS
 from agent_runtime._nats_wire import QueueNames
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.nats_backend.conftest import WorkerFactory
-from tests.integration.nats_backend.test_nats_runtime import queue_drained, turn
+from tests.integration.agent_runtime.conftest import WorkerFactory
+from tests.integration.agent_runtime.test_nats_runtime import queue_drained, turn
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -29,8 +29,8 @@ from fleet.grpc.server import MAX_MESSAGE_BYTES, SERVICE_NAME
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from tests.e2e._processes import FleetProcess
 from tests.fixtures.nats import unique_stream_name
-from tests.integration.api._cli import fleet as _fleet
-from tests.integration.api._pki import Pki
+from tests.integration.fleet._cli import fleet as _fleet
+from tests.integration.fleet._pki import Pki
 
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "node-token-value"

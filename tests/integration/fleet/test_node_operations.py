@@ -29,7 +29,8 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
-from tests.integration.api._cli import fleet
+from tests.integration.fleet._cli import fleet
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 FAILING = "qa-agent-2"
@@ -61,10 +62,14 @@ async def ops(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ops]:
 
 
 async def _becomes(read: Callable[[], Awaitable[Any]], want: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (got := await read()) != want:
-        assert time.monotonic() < deadline, f"still {got!r}, expected {want!r}"
-        await asyncio.sleep(0.05)
+    got: list[Any] = [None]
+
+    async def reached() -> bool:
+        got[0] = await read()
+        return bool(got[0] == want)
+
+    what = lambda: f"still {got[0]!r}, expected {want!r}"  # noqa: E731
+    await eventually(reached, timeout=timeout, interval=0.05, what=what)
 
 
 async def test_get_status_counts_the_deliberations_in_flight(ops: Ops) -> None:

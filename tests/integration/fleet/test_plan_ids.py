@@ -33,6 +33,7 @@ from fleet.embedded.nats import NatsServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._node import loadgen_node_settings
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,14 +46,13 @@ def approval(plan_id: str) -> bytes:
 
 async def consuming(js: JetStreamContext, timeout_s: float = 15.0) -> None:
     """Wait until the node's plan consumer exists (a message published now is delivered)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            await js.consumer_info(PLAN_STREAM, "fleet-plans")
-            return
-        except NotFoundError:
-            assert time.monotonic() < deadline, "the plan consumer never started"
-            await asyncio.sleep(0.05)
+    await eventually(
+        lambda: js.consumer_info(PLAN_STREAM, "fleet-plans"),
+        timeout=timeout_s,
+        interval=0.05,
+        what="the plan consumer never started",
+        ignoring=(NotFoundError,),
+    )
 
 
 async def finished(client: FleetClient, task_id: str) -> pb.GetDeliberationResultResponse:
