@@ -48,10 +48,9 @@ async def run_demo(settings: Settings, console: Console) -> None:
     async with FleetNode(settings, on_stage=stage) as node:
         from fleet.cli.commands.deliberations import wait_with_progress
         from fleet.cli.commands.replay import print_replay
-        from fleet.cli.commands.up import print_endpoints
         from fleet.client import ClientSecurity, FleetClient
 
-        print_endpoints(node)
+        console.print(render.endpoints(node.endpoints, node.stage_seconds))
         task_id = "demo-" + datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S")
         # The demo's node is this process's: it knows the token (TLS is for remote clients).
         security = ClientSecurity(token=settings.api_token)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from rich.text import Text
 
 from application.timeline import TimelineEntry
 from fleet.client import failed_agents, status_name
+from fleet.endpoints import Endpoints
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 STATUS_STYLE = {
@@ -212,3 +213,26 @@ def deliberation_list(console: Console, resp: pb.ListDeliberationsResponse) -> N
     console.print(t)
     if resp.next_page_token:
         console.print(f"[dim]more: --page-token {resp.next_page_token}[/]")
+
+
+def endpoints(e: Endpoints, times: Mapping[str, float]) -> Group:
+    """Where each part of a node listens and how long it took to start (``fleet up``, the demo)."""
+    t = Table(title="Fleet endpoints")
+    t.add_column("part")
+    t.add_column("where")
+    t.add_column("ready in")
+    rows = [
+        ("gRPC API", e.grpc or "off (--components)", times.get("gRPC API")),
+        ("event store", f"{e.nats_url} stream {e.stream}", times.get("event store (JetStream)")),
+        ("cache", e.valkey_url or "off (replay on read)", None),
+        ("graph", e.graph, times.get("projections")),
+        ("LLM", f"{e.llm_url} model {e.model}" if e.llm_url else "", times.get("LLM endpoint")),
+        ("agents" if "NATS" in e.ray else "Ray", e.ray, times.get("agents (Ray)")),
+        ("metrics", e.metrics or "off (FLEET_METRICS_PORT)", None),
+    ]
+    runs = set(e.components.split(",")) if e.components else None
+    for part, where, dt in rows:
+        if not where or (part in ("Ray", "agents") and runs is not None and "agents" not in runs):
+            continue
+        t.add_row(part, where, f"{dt:.1f} s" if dt is not None else "")
+    return Group(Text(f"components: {e.components or 'all'}"), t)

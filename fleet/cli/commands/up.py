@@ -9,8 +9,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
+from fleet import render
 from fleet.cli._common import CliError, Subparsers, console, settings
 
 if TYPE_CHECKING:
@@ -115,25 +114,4 @@ async def cmd_demo(args: argparse.Namespace) -> None:
 
 
 def print_endpoints(node: FleetNode) -> None:
-    t = Table(title="Fleet endpoints")
-    t.add_column("part")
-    t.add_column("where")
-    t.add_column("ready in")
-    e = node.endpoints
-    times = node.stage_seconds
-    rows = [
-        ("gRPC API", e.grpc or "off (--components)", times.get("gRPC API")),
-        ("event store", f"{e.nats_url} stream {e.stream}", times.get("event store (JetStream)")),
-        ("cache", e.valkey_url or "off (replay on read)", None),
-        ("graph", e.graph, times.get("projections")),
-        ("LLM", f"{e.llm_url} model {e.model}" if e.llm_url else "", times.get("LLM endpoint")),
-        ("agents" if "NATS" in e.ray else "Ray", e.ray, times.get("agents (Ray)")),
-        ("metrics", e.metrics or "off (FLEET_METRICS_PORT)", None),
-    ]
-    runs = set(e.components.split(",")) if e.components else None
-    console.print(f"components: {e.components or 'all'}")
-    for part, where, dt in rows:
-        if not where or (part in ("Ray", "agents") and runs is not None and "agents" not in runs):
-            continue
-        t.add_row(part, where, f"{dt:.1f} s" if dt is not None else "")
-    console.print(t)
+    console.print(render.endpoints(node.endpoints, node.stage_seconds))
