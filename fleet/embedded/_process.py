@@ -92,8 +92,24 @@ class ServerProcess:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def returncode(self) -> int | None:
+        """How the last run ended; None while it runs or before it ever did."""
+        return None if self._proc is None else self._proc.poll()
+
     def start(self, *, timeout: float = 30.0) -> None:
         """Start the process and block until it is ready (or raise with the log's tail)."""
+        if self.running():
+            return
+        self.spawn()
+        self.wait_ready(timeout=timeout)
+
+    def spawn(self) -> None:
+        """Start the process and return at once (``start`` without the wait).
+
+        For a caller on an event loop: the fork happens on its own thread (the die-with-parent
+        signal is tied to the thread that forked), and it waits for ``is_ready`` its own way.
+        """
         if self.running():
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,14 +125,25 @@ class ServerProcess:
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         log.close()
+
+    def is_ready(self) -> bool:
+        """True once the running process answers its readiness check (never raises)."""
+        if not self.running():
+            return False
+        with contextlib.suppress(Exception):
+            return bool(self._ready())
+        return False
+
+    def wait_ready(self, *, timeout: float = 30.0) -> None:
+        """Block until the spawned process is ready (or kill it and raise with the log's tail)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                msg = f"{self.name} exited with code {self._proc.returncode} on start"
+            if self._proc is None or self._proc.poll() is not None:
+                code = None if self._proc is None else self._proc.returncode
+                msg = f"{self.name} exited with code {code} on start"
                 raise ServerProcessError(f"{msg}; log {self.log_path}:\n{self.log_tail()}")
-            with contextlib.suppress(Exception):
-                if self._ready():
-                    return
+            if self.is_ready():
+                return
             time.sleep(0.05)
         self.kill()
         msg = f"{self.name} not ready on {self.host}:{self.port} after {timeout:.0f} s"

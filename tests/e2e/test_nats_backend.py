@@ -37,7 +37,7 @@ from application.stores import ApplicationDeliberationStore
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
-from tests.e2e._processes import FLEET, REPO, ChildProcess, FleetProcess
+from tests.e2e._processes import FleetProcess, WorkerProcess
 from tests.support.deliberations import requested
 from tests.support.waiting import eventually
 
@@ -60,14 +60,6 @@ def backend_env(nats_url: str, stream: str, llm_url: str, **extra: str) -> dict[
         "FLEET_PLAN_CONSUMER": "off",
         **extra,
     }
-
-
-class WorkerProcess(ChildProcess):
-    """``fleet worker`` as a child process."""
-
-    def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
-        full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
-        super().__init__([FLEET, "worker", *args], full, log_path)
 
 
 async def request(store: ApplicationDeliberationStore, role: str, rounds: int = 1) -> uuid.UUID:

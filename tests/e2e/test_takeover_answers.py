@@ -35,8 +35,8 @@ from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
-from tests.e2e._processes import FleetProcess, dispatcher_env
-from tests.e2e.test_nats_backend import WorkerProcess, turn_calls
+from tests.e2e._processes import FleetProcess, WorkerProcess, dispatcher_env
+from tests.e2e.test_nats_backend import turn_calls
 from tests.fixtures.nats import unique_stream_name
 from tests.support.deliberations import FIB_TASK, requested
 from tests.support.waiting import eventually
