@@ -20,7 +20,7 @@ run is judged from JetStream itself (``_stream``, ``_verdicts``):
   (``<STREAM>_AGENT_RESULTS``) holds every answer a worker stored;
 * no status change after a terminal event (a late answer is recorded as late, nothing else);
 * every deliberation reached a terminal state;
-* ``fleet verify`` clean, on the node that holds the projections;
+* ``fleet verify`` clean, asked through the API;
 * the graph's deliberation count equals the submissions;
 * every killed process came back.
 

@@ -231,8 +231,7 @@ async def _projected(address: str, head: int, timeout_s: float) -> str:
 
 
 async def _verify(address: str) -> tuple[int | None, dict[str, Any] | None, str]:
-    """``fleet verify --json`` against the node that holds the projections, as an operator
-    would run it."""
+    """``fleet verify --json`` through the API, as an operator would run it."""
     proc = await asyncio.create_subprocess_exec(
         FLEET, "verify", "--address", address, "--json", "--timeout", "300",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -264,9 +263,9 @@ async def _judge(
     timings: dict[str, float],
 ) -> SoakResult:
     head = await asyncio.to_thread(events.extend)
-    behind = await _projected(system.projectors_address, head, config.settle_timeout_s)
-    count, count_error = await _graph_count(system.projectors_address)
-    rc, report, verify_error = await _verify(system.projectors_address)
+    behind = await _projected(system.api_address, head, config.settle_timeout_s)
+    count, count_error = await _graph_count(system.api_address)
+    rc, report, verify_error = await _verify(system.api_address)
     stored = await stored_answers(system.nats_urls, STREAM)
     verdicts = [
         every_submission_acknowledged(subs),

@@ -7,10 +7,10 @@ Layout (every part on 127.0.0.1, on ports chosen free at start and kept across r
   answers after a model-like delay; never killed, it stands for a service outside Fleet;
 * a private nats-server, or three routed ones (``--cluster``, every stream R3);
 * a private valkey-server/redis-server (the cache, empty after a restart);
-* ``fleet up --components api``: the API the load goes through;
-* ``fleet up --components api,projectors``: the projections (graph and cache); its own API is
-  where the final checks read the graph and run ``fleet verify`` (a node that holds the
-  projections compares them; the load never uses it);
+* ``fleet up --components api``: the API the load goes through, and where the final checks read
+  the graph and run ``fleet verify`` as an operator would (an API replica asks the projectors'
+  node over NATS for what only that node holds: the embedded graph);
+* ``fleet up --components projectors``: the projections (graph and cache);
 * ``fleet up --components dispatcher`` ×N with ``FLEET_AGENT_BACKEND=nats`` and no in-process
   workers, and ``fleet worker --role all`` ×N: every agent call crosses the NATS work queue.
 """
@@ -139,12 +139,7 @@ class System:
         self.api = FleetProcess(
             root / "api", "api", wired(FLEET_GRPC_PORT=str(free_port())), start=False
         )
-        self.projectors = FleetProcess(
-            root / "projectors",
-            "api,projectors",
-            wired(FLEET_GRPC_PORT=str(free_port())),
-            start=False,
-        )
+        self.projectors = FleetProcess(root / "projectors", "projectors", wired(), start=False)
         self.members: list[Member] = [
             *nats,
             Member("valkey", "valkey", self.valkey),
@@ -169,10 +164,6 @@ class System:
     @property
     def api_address(self) -> str:
         return f"127.0.0.1:{self.api.env['FLEET_GRPC_PORT']}"
-
-    @property
-    def projectors_address(self) -> str:
-        return f"127.0.0.1:{self.projectors.env['FLEET_GRPC_PORT']}"
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)

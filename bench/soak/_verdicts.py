@@ -156,6 +156,9 @@ def verify_clean(rc: int | None, report: dict[str, Any] | None, error: str) -> V
     ]
     if rc != 0 and not diffs:
         diffs = [f"exit {rc}: {error}"]
+    compared = set(report.get("positions", {}))
+    if not {"graph", "cache"} <= compared:  # "clean" over nothing is not clean
+        diffs.append(f"compared only {sorted(compared)}, not the graph and the cache")
     summary = (
         f"{report.get('deliberations')} replayed to {report.get('stream_head')}, "
         f"positions {report.get('positions')}"
