@@ -16,8 +16,8 @@ run is judged from JetStream itself (``_stream``, ``_verdicts``):
 
 * no acknowledged submission lost: each task id the API acknowledged has a Requested event;
 * no duplicate answer per (deliberation, agent, round) (nor critique, rating or score);
-* no AgentFailed where an answer was stored: the agent results stream
-  (``<STREAM>_AGENT_RESULTS``) holds every answer a worker stored;
+* no AgentFailed (nor a critique or rating recorded as failed) where an answer was stored: the
+  agent results stream (``<STREAM>_AGENT_RESULTS``) holds every answer a worker stored;
 * no status change after a terminal event (a late answer is recorded as late, nothing else);
 * every deliberation reached a terminal state;
 * ``fleet verify`` clean, asked through the API;

@@ -111,7 +111,7 @@ def no_false_failures(log: EventLog, stored: StoredAnswers) -> Verdict:
                         f"{h.task_id}: {e.agent_id} rating failed ({e.error}); it was stored"
                     )
     summary = f"{failed} failed calls recorded, {stored.messages} results stored"
-    return _verdict("no AgentFailed where an answer was stored", summary, false)
+    return _verdict("no AgentFailed (or failed review) where an answer was stored", summary, false)
 
 
 def nothing_after_terminal(log: EventLog) -> Verdict:
