@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from bench.soak._recovery import p50_max
-from bench.soak._run import KINDS, SoakConfig, SoakResult, run_soak
+from bench.soak._report import print_result
+from bench.soak._run import KINDS, SoakConfig, run_soak
 
 console = Console()
 if not console.is_terminal:
@@ -50,6 +49,8 @@ def parse(argv: list[str] | None = None) -> tuple[SoakConfig, Path | None]:
     p.add_argument("--keep", action="store_true", help="keep logs and stores even when clean")
     p.add_argument("--json", type=Path, help="also write the result as JSON here")
     a = p.parse_args(argv)
+    if a.deliberations < 1 or a.rate <= 0:
+        p.error("--deliberations must be at least 1 and --rate above 0")
     kinds = frozenset(k.strip() for k in a.kill.split(",") if k.strip())
     if kinds - KINDS:
         p.error(f"--kill: {sorted(kinds - KINDS)} not among {sorted(KINDS)}")
@@ -79,49 +80,6 @@ def parse(argv: list[str] | None = None) -> tuple[SoakConfig, Path | None]:
     return config, a.json
 
 
-def print_result(result: SoakResult, out: Console = console) -> None:
-    t = Table(title="What was killed, and how long recovery took (p50 / max)")
-    for col in ("process", "SIGKILLs", "exited itself", "back up", "held up", "recovery"):
-        t.add_column(col)
-    for r in result.recovery:
-        t.add_row(
-            r.kind,
-            str(r.kills),
-            str(r.exits),
-            p50_max(r.restart_s)
-            + (f" ({r.failed_starts} failed starts)" if r.failed_starts else "")
-            + (f" ({r.not_back} never)" if r.not_back else ""),
-            str(r.held_up) + (f" ({r.never} never moved again)" if r.never else ""),
-            p50_max(r.recovery_s),
-        )
-    out.print(t)
-    if result.failures:
-        f = Table(title="What failed, and why (from the events; not a verdict)")
-        for col in ("event", "reason", "count"):
-            f.add_column(col)
-        for what, why, n in result.failures:
-            f.add_row(what, Text(why), str(n))
-        out.print(f)
-    v = Table(title="Invariants, from the stream")
-    for col in ("invariant", "verdict", "what was seen"):
-        v.add_column(col)
-    for verdict in result.verdicts:
-        mark = Text("holds", style="green") if verdict.ok else Text("VIOLATED", style="bold red")
-        v.add_row(verdict.name, mark, Text(verdict.summary))
-    out.print(v)
-    for verdict in result.verdicts:
-        if verdict.violations:
-            out.print(Text(f"{verdict.name}: {len(verdict.violations)} violations", style="bold"))
-            for line in verdict.violations[:12]:
-                out.print(Text(f"  {line}"))
-            if len(verdict.violations) > 12:
-                out.print(f"  … and {len(verdict.violations) - 12} more")
-    phases = ", ".join(f"{k} {v:.0f} s" for k, v in result.timings.items())
-    out.print(f"phases: {phases}")
-    if result.kept:
-        out.print(f"logs and stores kept in {result.data_dir}")
-
-
 async def _main(config: SoakConfig, json_path: Path | None) -> int:
     task = asyncio.current_task()
     assert task is not None
@@ -142,7 +100,10 @@ async def _main(config: SoakConfig, json_path: Path | None) -> int:
     except asyncio.CancelledError:
         console.print("interrupted: every process the soak started is stopped")
         return 130
-    print_result(result)
+    except RuntimeError as e:  # the system did not start: the message names the logs
+        console.print(Text(f"error: {e}"))
+        return 2
+    print_result(result, console)
     if json_path is not None:
         await asyncio.to_thread(json_path.write_text, json.dumps(result.to_json(), indent=2))
     return 0 if result.ok else 1

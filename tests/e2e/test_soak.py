@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from bench.soak import KINDS, SoakConfig, SoakResult, run_soak
-from bench.soak.__main__ import print_result
+from bench.soak._report import print_result
 
 pytestmark = pytest.mark.timeout(360)
 
