@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from bench.soak._chaos import Fault
 from bench.soak._load import Submission
-from bench.soak._stream import EventLog
+from bench.soak._stream import Histories
 
 ORDER = ("nats", "valkey", "api", "projectors", "dispatcher", "worker")
 ON_A_DELIBERATIONS_PATH = frozenset({"nats", "dispatcher", "worker"})
@@ -54,7 +54,7 @@ class RecoveryRow:
 
 
 def _timelines(
-    log: EventLog, subs: Sequence[Submission]
+    histories: Histories, subs: Sequence[Submission]
 ) -> list[tuple[list[float], bool, frozenset[str]]]:
     """Each deliberation's event times, whether it ended, and which kinds of process can stall
     it; the same for the acknowledgements."""
@@ -64,7 +64,7 @@ def _timelines(
             h.terminal is not None,
             ON_A_DELIBERATIONS_PATH,
         )
-        for h in log.histories.values()
+        for h in histories.values()
     ]
     acks = sorted(s.acked_at for s in subs if s.acked_at is not None)
     lines.append((acks, True, ON_THE_SUBMISSIONS_PATH))
@@ -72,13 +72,13 @@ def _timelines(
 
 
 def stalls(
-    faults: Sequence[Fault], log: EventLog, subs: Sequence[Submission], stall_s: float
+    faults: Sequence[Fault], histories: Histories, subs: Sequence[Submission], stall_s: float
 ) -> tuple[dict[int, list[float]], dict[int, int]]:
     """Per fault (by index): the waits it caused, and how many timelines it left stuck."""
     order = sorted(range(len(faults)), key=lambda i: faults[i].at)
     waits: dict[int, list[float]] = {}
     stuck: dict[int, int] = {}
-    for line, ended, kinds in _timelines(log, subs):
+    for line, ended, kinds in _timelines(histories, subs):
         mine = [i for i in order if faults[i].kind in kinds]
         times = [faults[i].at for i in mine]
         for t0, t1 in itertools.pairwise(line):
@@ -95,9 +95,9 @@ def stalls(
 
 
 def recovery_rows(
-    faults: Sequence[Fault], log: EventLog, subs: Sequence[Submission], stall_s: float
+    faults: Sequence[Fault], histories: Histories, subs: Sequence[Submission], stall_s: float
 ) -> list[RecoveryRow]:
-    waits, stuck = stalls(faults, log, subs, stall_s)
+    waits, stuck = stalls(faults, histories, subs, stall_s)
     rows: dict[str, RecoveryRow] = {}
     for i, f in enumerate(faults):
         row = rows.setdefault(f.kind, RecoveryRow(f.kind))

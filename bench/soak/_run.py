@@ -269,16 +269,23 @@ async def _judge(
     stored = await stored_answers(system.nats_urls, STREAM)
     verdicts = [
         every_submission_acknowledged(subs),
-        acknowledged_were_requested(subs, events),
-        one_answer_each(events),
-        no_false_failures(events, stored),
-        nothing_after_terminal(events),
-        all_terminal(events),
+        acknowledged_were_requested(subs, events.histories),
+        one_answer_each(events.histories),
+        no_false_failures(events.histories, stored),
+        nothing_after_terminal(events.histories),
+        all_terminal(events.histories),
         verify_clean(rc, report, behind or verify_error),
-        graph_count(count, subs, events, behind or count_error),
+        graph_count(count, subs, events.histories, behind or count_error),
         everyone_came_back(faults),
     ]
-    rows = recovery_rows(faults, events, subs, config.stall_s)
+    rows = recovery_rows(faults, events.histories, subs, config.stall_s)
     return SoakResult(
-        verdicts, rows, faults, subs, root, kept=True, timings=timings, failures=failures(events)
+        verdicts,
+        rows,
+        faults,
+        subs,
+        root,
+        kept=True,
+        timings=timings,
+        failures=failures(events.histories),
     )

@@ -5,6 +5,7 @@ NATS backend (``<STREAM>_AGENT_RESULTS``: every answer a worker stored)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -41,6 +42,10 @@ class History:
     def terminal(self) -> Any | None:
         """The first terminal event, or None."""
         return next((e for e in self.events if isinstance(e, TERMINAL)), None)
+
+
+Histories = Mapping[UUID, History]
+"""Every deliberation's history, by deliberation id."""
 
 
 class EventLog:

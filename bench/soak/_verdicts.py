@@ -15,7 +15,7 @@ from typing import Any
 from aggregates import Deliberation
 from bench.soak._chaos import Fault
 from bench.soak._load import Submission
-from bench.soak._stream import EventLog, History, StoredAnswers
+from bench.soak._stream import Histories, History, StoredAnswers
 
 _SHOWN = 12
 """Violations listed per verdict (the count is always complete)."""
@@ -33,8 +33,8 @@ def _verdict(name: str, summary: str, violations: Sequence[str]) -> Verdict:
     return Verdict(name, not violations, summary, list(violations))
 
 
-def acknowledged_were_requested(subs: Sequence[Submission], log: EventLog) -> Verdict:
-    requested = {h.task_id for h in log.histories.values()}
+def acknowledged_were_requested(subs: Sequence[Submission], histories: Histories) -> Verdict:
+    requested = {h.task_id for h in histories.values()}
     acked = [s for s in subs if s.acked_at is not None]
     lost = [
         f"{s.task_id}: acknowledged, no Requested event"
@@ -69,10 +69,10 @@ def _answers(history: History) -> Iterable[tuple[str, tuple[Any, ...]]]:
             yield "score", (e.agent_id,)
 
 
-def one_answer_each(log: EventLog) -> Verdict:
+def one_answer_each(histories: Histories) -> Verdict:
     doubled: list[str] = []
     answers = 0
-    for h in log.histories.values():
+    for h in histories.values():
         counts = collections.Counter(_answers(h))
         answers += sum(1 for what, _ in counts if what == "answer")
         for (what, key), n in counts.items():
@@ -82,12 +82,12 @@ def one_answer_each(log: EventLog) -> Verdict:
     return _verdict("no duplicate answer per (deliberation, agent, round)", summary, doubled)
 
 
-def no_false_failures(log: EventLog, stored: StoredAnswers) -> Verdict:
+def no_false_failures(histories: Histories, stored: StoredAnswers) -> Verdict:
     """An agent recorded as failed whose answer a worker had stored: the answer was lost."""
     rated = {(d, a) for d, purpose, _r, a in stored.reviews if purpose == "rate"}
     false: list[str] = []
     failed = 0
-    for d_id, h in log.histories.items():
+    for d_id, h in histories.items():
         d = str(d_id)
         for e in h.events:
             if isinstance(e, Deliberation.AgentFailed):
@@ -114,9 +114,9 @@ def no_false_failures(log: EventLog, stored: StoredAnswers) -> Verdict:
     return _verdict("no AgentFailed (or failed review) where an answer was stored", summary, false)
 
 
-def nothing_after_terminal(log: EventLog) -> Verdict:
+def nothing_after_terminal(histories: Histories) -> Verdict:
     changed: list[str] = []
-    for h in log.histories.values():
+    for h in histories.values():
         terminal = h.terminal
         if terminal is None:
             continue
@@ -126,21 +126,20 @@ def nothing_after_terminal(log: EventLog) -> Verdict:
                 changed.append(f"{h.task_id}: {type(e).__name__} after {type(terminal).__name__}")
     late = sum(
         isinstance(e, Deliberation.LateProposalReceived)
-        for h in log.histories.values()
+        for h in histories.values()
         for e in h.events
     )
     summary = f"{late} late answers recorded as late"
     return _verdict("no status change after a terminal event", summary, changed)
 
 
-def all_terminal(log: EventLog) -> Verdict:
+def all_terminal(histories: Histories) -> Verdict:
     by = collections.Counter(
-        type(h.terminal).__name__ if h.terminal is not None else "open"
-        for h in log.histories.values()
+        type(h.terminal).__name__ if h.terminal is not None else "open" for h in histories.values()
     )
     still = [
         f"{h.task_id}: last event {type(h.events[-1]).__name__}"
-        for h in log.histories.values()
+        for h in histories.values()
         if h.terminal is None
     ]
     summary = ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
@@ -167,9 +166,9 @@ def verify_clean(rc: int | None, report: dict[str, Any] | None, error: str) -> V
 
 
 def graph_count(
-    count: int | None, subs: Sequence[Submission], log: EventLog, error: str
+    count: int | None, subs: Sequence[Submission], histories: Histories, error: str
 ) -> Verdict:
-    stream = len(log.histories)
+    stream = len(histories)
     summary = f"graph {count}, stream {stream}, submissions {len(subs)}"
     wrong = [] if count == stream == len(subs) else [error or summary]
     return _verdict("graph deliberation count = submissions", summary, wrong)
@@ -183,12 +182,12 @@ def everyone_came_back(faults: Sequence[Fault]) -> Verdict:
 _ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\S*")
 
 
-def failures(log: EventLog) -> list[tuple[str, str, int]]:
+def failures(histories: Histories) -> list[tuple[str, str, int]]:
     """What the events say failed, and why: (event, reason with ids elided, count), most
     frequent first. Not a verdict: an agent may fail for a reason of its own; read with the
     faults above."""
     seen: collections.Counter[tuple[str, str]] = collections.Counter()
-    for h in log.histories.values():
+    for h in histories.values():
         for e in h.events:
             reason = ""
             if isinstance(e, Deliberation.AgentFailed):
