@@ -26,7 +26,7 @@ LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: SIGTERM me when the process that started me dies.
 
     A private server must not outlive Fleet, not even when Fleet is SIGKILLed (no cleanup code
@@ -122,7 +122,7 @@ class ServerProcess:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
         log.close()
 

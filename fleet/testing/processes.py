@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from fleet.embedded._process import _die_with_parent
+from fleet.embedded._process import die_with_parent
 
 __all__ = ["FLEET", "REPO", "ChildProcess", "FleetProcess", "WorkerProcess"]
 
@@ -77,7 +77,7 @@ class ChildProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
         )
 
     def _before_spawn(self) -> None:
