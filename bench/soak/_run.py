@@ -33,7 +33,7 @@ from bench.soak._verdicts import (
     verify_clean,
 )
 from fleet.client import FleetClient
-from fleet.testing.processes import FLEET
+from fleet_testing.processes import FLEET
 
 log = logging.getLogger("soak")
 

@@ -15,7 +15,7 @@ from eventsourcing.utils import get_topic
 
 from agent_runtime._nats_wire import QueueNames, ResultMessage
 from aggregates import Deliberation
-from fleet.application import FleetApplication
+from application.app import FleetApplication
 
 _PAGE = 1000
 TERMINAL = (

@@ -3,7 +3,7 @@ SIGKILLed and started again on the same ports and data directory.
 
 Layout (every part on 127.0.0.1, on ports chosen free at start and kept across restarts):
 
-* the load generator (``fleet.embedded.loadgen``) as the model endpoint: a test double that
+* the load generator (``fleet_testing.loadgen``) as the model endpoint: a test double that
   answers after a model-like delay; never killed, it stands for a service outside Fleet;
 * a private nats-server, or three routed ones (``--cluster``, every stream R3);
 * a private valkey-server/redis-server (the cache, empty after a restart);
@@ -29,8 +29,8 @@ from typing import Protocol
 from fleet.embedded._process import ServerProcess, free_port
 from fleet.embedded.nats import NatsServer
 from fleet.embedded.valkey import ValkeyServer
-from fleet.testing.nats_cluster import NatsCluster
-from fleet.testing.processes import REPO, FleetProcess, WorkerProcess
+from fleet_testing.nats_cluster import NatsCluster
+from fleet_testing.processes import REPO, FleetProcess, WorkerProcess
 
 STREAM = "FLEET_EVENTS"
 
@@ -93,7 +93,7 @@ class System:
         self.loadgen = ServerProcess(
             "loadgen",
             [
-                sys.executable, "-m", "fleet.embedded.loadgen", "--port", str(port),
+                sys.executable, "-m", "fleet_testing.loadgen", "--port", str(port),
                 "--mode", "instant", "--delay", str(config.model_delay_s),
                 "--spread", str(config.model_spread),
             ],
@@ -197,7 +197,7 @@ class System:
 
 
 def _import_path() -> str:
-    """This copy of Fleet first, as the Fleet processes have it (``fleet.testing.processes``)."""
+    """This copy of Fleet first, as the Fleet processes have it (``fleet_testing.processes``)."""
     return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 

@@ -1,5 +1,5 @@
 """Fleet processes for multi-process tests: `fleet up --components …` and `fleet worker` children
-on one nats-server (launched by ``fleet.testing.processes``, which the soak benchmark shares).
+on one nats-server (launched by ``fleet_testing.processes``, which the soak benchmark shares).
 
 Each child gets its own data dir and is stopped (or SIGKILLed) by the test that started it, by
 process id only.
@@ -7,7 +7,7 @@ process id only.
 
 from __future__ import annotations
 
-from fleet.testing.processes import FLEET, REPO, FleetProcess, WorkerProcess
+from fleet_testing.processes import FLEET, REPO, FleetProcess, WorkerProcess
 
 __all__ = ["BACKENDS", "FLEET", "REPO", "FleetProcess", "WorkerProcess", "dispatcher_env"]
 

@@ -24,7 +24,7 @@ from eventsourcing.application import Application
 from nats.js import api
 
 from eventstore.jetstream import JetStreamFactory
-from fleet.testing.nats_cluster import ClusterNode, NatsCluster
+from fleet_testing.nats_cluster import ClusterNode, NatsCluster
 from tests.support.aggregates import Ledger
 
 

@@ -24,7 +24,7 @@ __all__ = ["FLEET", "REPO", "ChildProcess", "FleetProcess", "WorkerProcess"]
 
 FLEET = str(Path(sys.executable).with_name("fleet"))
 """The ``fleet`` entry point of the running interpreter's environment."""
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 """Where this copy of Fleet's packages lives: put first on the children's import path."""
 
 
