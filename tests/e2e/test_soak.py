@@ -8,8 +8,8 @@ every process back). Once on one nats-server, once on a three-node JetStream clu
 loses a node at a time.
 
 Recovery windows are shortened (worker ack wait 5 s, dispatcher lease 3 s, agent calls 20 s,
-deadlines 60 s) so that a run fits in about a minute and a half; the soak's own defaults are
-Fleet's. The load generator is the model: canned answers, nothing claimed about quality.
+deadlines 60 s) so that a run fits in about a minute; the soak's own defaults are Fleet's.
+The load generator is the model: canned answers, nothing claimed about quality.
 """
 
 from __future__ import annotations
