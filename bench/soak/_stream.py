@@ -13,7 +13,10 @@ from uuid import UUID
 import nats
 from eventsourcing.utils import get_topic
 
-from agent_runtime._nats_wire import QueueNames, ResultMessage
+# The results stream is read as the runtime reads it: through the backend's own codec, the one
+# place its format is written down (a verifier, not a user, of the wire format).
+from agent_runtime._nats_wire import ResultMessage
+from agent_runtime.nats_runtime import QueueNames
 from aggregates import Deliberation
 from application.app import FleetApplication
 
