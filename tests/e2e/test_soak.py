@@ -7,8 +7,9 @@ terminal event, every deliberation ended, ``fleet verify`` clean, graph count = 
 every process back). Once on one nats-server, once on a three-node JetStream cluster (R3) that
 loses a node at a time.
 
-Recovery windows are shortened (worker ack wait 5 s, dispatcher lease 3 s, agent calls 20 s,
-deadlines 60 s) so that a run fits in about a minute; the soak's own defaults are Fleet's.
+Fleet's own recovery windows (3 s ack wait and lease); agent calls bounded at 20 s and deadlines
+at 60 s, so that a run that goes wrong still ends in a few minutes (one that goes right takes
+about one).
 The load generator is the model: canned answers, nothing claimed about quality.
 """
 
@@ -30,7 +31,6 @@ SHORT = {
     "kill_every_s": (3.0, 6.0),
     "deliberation_timeout_s": 60,
     "agent_call_timeout_s": 20.0,
-    "fleet_env": {"FLEET_WORKER_ACK_WAIT": "5", "FLEET_WORK_LEASE": "3"},
     "keep": True,
 }
 
