@@ -59,7 +59,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
 
 from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage, decode, encode
@@ -73,7 +73,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from natsio import StreamSetupError, close_connection, ensure_stream, pull_batches
+from natsio import StreamSetupError, close_connection, ensure_stream, pull_batches, servers
 
 __all__ = [
     "NatsAgentRuntime",
@@ -182,7 +182,7 @@ class NatsAgentRuntime:
         **kwargs: Any,
     ) -> NatsAgentRuntime:
         """Connect to NATS, make sure the streams exist and start reading results."""
-        nc = await nats.connect(url, name="fleet-agent-runtime", max_reconnect_attempts=-1)
+        nc = await nats.connect(servers(url), name="fleet-agent-runtime", max_reconnect_attempts=-1)
         runtime = cls(nc, names, owns_connection=True, **kwargs)
         try:
             await runtime.start(
@@ -352,14 +352,7 @@ class NatsAgentRuntime:
         work = WorkMessage(
             kind, key, role.upper(), time.time() + timeout_s, body, attempt=waiter.attempt
         )
-        try:
-            ack = await self._js.publish(
-                self.names.work_subject(role, kind),
-                work.to_bytes(),
-                headers={"Nats-Msg-Id": work.msg_id, "Fleet-Kind": kind},
-            )
-        except (NatsError, TimeoutError, OSError) as e:
-            raise AgentTurnError(f"{kind} {key}: could not queue the work: {e}") from e
+        ack = await self._queue(work, role, timeout_s)
         self.published += 1
         if ack.duplicate:  # queued before (this attempt): its answer may be stored already
             self.deduplicated += 1
@@ -371,6 +364,29 @@ class NatsAgentRuntime:
         except TimeoutError:
             msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
             raise AgentTurnError(msg) from None
+
+    async def _queue(self, work: WorkMessage, role: str, timeout_s: float) -> PubAck:
+        """Publish the work, retried while the stream cannot take it (a leader election on an
+        R3 stream, a reconnect): a refused publish is not a failed call, and a repeat is safe
+        (the ``Nats-Msg-Id`` makes a second copy a duplicate). Gives up when the call's own
+        time is spent."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + timeout_s
+        delay = 0.05
+        while True:
+            try:
+                return await self._js.publish(
+                    self.names.work_subject(role, work.kind),
+                    work.to_bytes(),
+                    headers={"Nats-Msg-Id": work.msg_id, "Fleet-Kind": work.kind},
+                )
+            except (NatsError, TimeoutError, OSError) as e:
+                if loop.time() + delay > give_up:
+                    msg = f"{work.kind} {work.key}: could not queue the work: {e}"
+                    raise AgentTurnError(msg) from e
+                log.info("agent work %s %s: queuing retried: %s", work.kind, work.key, e)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def _stored_result(self, kind: str, key: str) -> tuple[int, ResultMessage] | None:
         """The last answer stored for a call, with its stream sequence, if any.

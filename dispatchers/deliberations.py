@@ -73,6 +73,10 @@ from lifecycle import BackgroundService
 
 __all__ = ["DeliberationDispatcher", "DispatcherOptions", "utc_now"]
 
+FIRST_READ_RETRY_S = 10.0
+"""How long a deliberation named by the feed or the queue may read as "not found" (a lagging
+replica of an R3 stream) before its driver gives up and hands the claim back."""
+
 log = logging.getLogger(__name__)
 
 _TERMINAL_EVENTS = (
@@ -184,12 +188,15 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
     def _finished(self, d_id: UUID, task: asyncio.Task[None]) -> None:
         self._active.pop(d_id, None)
         claim = self._claims.pop(d_id, None)
-        if claim is not None and not (task.cancelled() and self._stopping):
-            # Done (or ended by a terminal event): the queue forgets it. On shutdown the claim
-            # is released instead (see shutdown), so another dispatcher takes it at once.
-            asyncio.get_running_loop().create_task(claim.done())
-        if not task.cancelled() and task.exception() is not None:
+        failed = not task.cancelled() and task.exception() is not None
+        if failed:
             log.error("deliberation %s: driver failed", d_id, exc_info=task.exception())
+        if claim is None or (task.cancelled() and self._stopping):
+            return  # on shutdown the claims are released (see shutdown)
+        # Done (or ended by a terminal event): the queue forgets it. A driver that failed before
+        # it could drive (the deliberation unreadable) hands the claim back instead, so that
+        # this or another dispatcher tries again: the deliberation must not stay open, undriven.
+        asyncio.get_running_loop().create_task(claim.release() if failed else claim.done())
 
     _stopping = False
 
@@ -197,7 +204,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
 
     async def _supervise(self, d_id: UUID) -> None:
         """Run the protocol until done or until the recorded deadline, whichever comes first."""
-        d = await self._store.last_known(d_id)
+        d = await self._first_read(d_id)
         if d.is_terminal:
             return
         remaining = (d.deadline - self._clock()).total_seconds()
@@ -224,6 +231,25 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
                 started.cancel()
             for write in self._answers.pop(d_id, []):  # left to land, or to fail, on their own
                 write.add_done_callback(retrieved)
+
+    async def _first_read(self, d_id: UUID) -> Deliberation:
+        """The deliberation this process just heard of, read from the store.
+
+        It exists (the feed or the queue named it), but on a replicated stream the read may be
+        answered by a replica that has not stored it yet: "not found" is retried for a while
+        rather than ending the driver, which would leave the deliberation open and undriven.
+        """
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + FIRST_READ_RETRY_S
+        delay = 0.05
+        while True:
+            try:
+                return await self._store.last_known(d_id)
+            except KeyError:
+                if loop.time() + delay > give_up:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def _start_and_drive(self, d: Deliberation) -> None:
         """Record Started while the first calls are already on their way.

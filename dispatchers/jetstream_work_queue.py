@@ -26,6 +26,7 @@ existing installation too (run every dispatcher with the same value: the last on
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -34,14 +35,18 @@ from uuid import UUID
 import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StreamConfig
 from nats.js.errors import APIError
 
-from natsio import close_connection, ensure_stream, pull_batches
+from natsio import close_connection, ensure_stream, pull_batches, servers
 
 log = logging.getLogger(__name__)
 
 WORK_SUBJECT_PREFIX = "fleet.work.deliberation"
+OFFER_RETRY_S = 10.0
+"""How long an offer is retried while the stream cannot take it (a leader election on an R3
+stream, a reconnect) before the error ends the dispatcher's feed follower."""
 DEFAULT_LEASE_S = 3.0
 
 
@@ -102,7 +107,7 @@ class JetStreamWorkQueue:
 
     @classmethod
     async def connect(cls, url: str, **kwargs: object) -> JetStreamWorkQueue:
-        nc = await nats.connect(url, name="fleet-work-queue", max_reconnect_attempts=-1)
+        nc = await nats.connect(servers(url), name="fleet-work-queue", max_reconnect_attempts=-1)
         q = cls(nc, owns_connection=True, **kwargs)  # type: ignore[arg-type]
         await q.ensure()
         return q
@@ -130,17 +135,34 @@ class JetStreamWorkQueue:
     async def offer(self, deliberation_id: UUID) -> None:
         """Put a notice for the deliberation on the queue unless one is already there."""
         await self.ensure()
-        try:
-            await self._js.publish(
-                self._subject(deliberation_id),
-                deliberation_id.hex.encode(),
-                headers={"Nats-Msg-Id": f"work:{deliberation_id.hex}"},
-            )
-            self.offered += 1
-        except APIError as e:
-            # 10077: a notice for this deliberation is already queued (discard new per subject).
-            if e.err_code != 10077:
-                raise
+        delay = 0.05
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + OFFER_RETRY_S
+        while True:
+            try:
+                await self._js.publish(
+                    self._subject(deliberation_id),
+                    deliberation_id.hex.encode(),
+                    headers={"Nats-Msg-Id": f"work:{deliberation_id.hex}"},
+                )
+                self.offered += 1
+                return
+            except APIError as e:
+                # A notice for this deliberation is already queued (10077: discard new per
+                # subject), or another dispatcher's offer of it is being stored right now
+                # (10158, "duplicate message id is in process", seen on R3 streams).
+                if e.err_code in (10077, 10158):
+                    return
+                if e.code not in (408, 503):  # only "no leader yet" and timeouts pass
+                    raise
+                error: Exception = e
+            except (NatsError, TimeoutError) as e:  # no leader yet, a reconnect: idempotent
+                error = e
+            if loop.time() + delay > give_up:
+                raise error
+            log.info("work queue: offer of %s retried: %s", deliberation_id, error)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def claims(self) -> AsyncIterator[JetStreamClaim]:
         await self.ensure()

@@ -43,6 +43,7 @@ from natsio import (
     dead_letter_stream_config,
     ensure_stream,
     pull_batches,
+    servers,
 )
 
 __all__ = [
@@ -111,7 +112,7 @@ class PlanApprovalConsumer(BackgroundService):
 
     @classmethod
     async def connect(cls, url: str, store: PlanStore, **kwargs: Any) -> PlanApprovalConsumer:
-        nc = await nats.connect(url, name="fleet-plan-consumer", max_reconnect_attempts=-1)
+        nc = await nats.connect(servers(url), name="fleet-plan-consumer", max_reconnect_attempts=-1)
         return cls(nc, store, owns_connection=True, **kwargs)
 
     async def run(self) -> None:

@@ -27,6 +27,7 @@ from eventstore._reads import CONSUMER_READ_MIN
 from eventstore._records import StreamSettings
 from eventstore._setup import check_server, ensure_stream
 from eventstore._writes import Writes
+from natsio import servers
 
 __all__ = ["JetStreamLog"]
 
@@ -59,7 +60,7 @@ class JetStreamLog(Writes):
             _log.warning("NATS %s (%s): %r", _without_password(settings.url), name, e)
 
         return await nats.connect(
-            settings.url,
+            servers(settings.url),
             connect_timeout=settings.timeout,
             allow_reconnect=True,
             max_reconnect_attempts=-1,  # a restarted server is picked up again

@@ -33,6 +33,7 @@ from agent_runtime.nats_runtime import NatsAgentRuntime, QueueNames
 from agent_runtime.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
+from natsio import servers
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ async def start_workers(
     drain_s: float = 10.0,
 ) -> list[AgentWorker]:
     """Start ``per_role`` workers for each role on one NATS connection; stopped by ``stack``."""
-    nc = await nats.connect(nats_url, name="fleet-agent-workers", max_reconnect_attempts=-1)
+    nc = await nats.connect(
+        servers(nats_url), name="fleet-agent-workers", max_reconnect_attempts=-1
+    )
     stack.push_async_callback(nc.drain)
     names = queue_names(settings)
     endpoint = worker_endpoint(settings, llm_url, model)

@@ -51,6 +51,7 @@ from fleet.queries import (
 )
 from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
+from natsio import servers
 from projectors.control import Projections
 from projectors.graph.port import DecisionGraph
 from projectors.runner import ProjectorRunner
@@ -267,7 +268,7 @@ class FleetNode:
         self._stack.callback(self.projections.stop)
 
         nc = await nats.connect(
-            self.endpoints.nats_url, name="fleet-projections", max_reconnect_attempts=-1
+            servers(self.endpoints.nats_url), name="fleet-projections", max_reconnect_attempts=-1
         )
         self._stack.push_async_callback(nc.drain)
         if projects:

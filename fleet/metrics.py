@@ -49,7 +49,7 @@ from prometheus_client.registry import Collector
 from agent_runtime.nats_runtime import QueueNames
 from aggregates import Deliberation
 from application.watch import WatchHub, _Closed
-from natsio import close_connection
+from natsio import close_connection, servers
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -248,7 +248,7 @@ class FleetMetrics:
         ``interval_s`` on a NATS connection of the metrics' own (closed by ``stop``)."""
         if self._queues_task is not None:
             raise RuntimeError("track_queues: already tracking queues")
-        nc = await nats.connect(nats_url, name="fleet-metrics", max_reconnect_attempts=-1)
+        nc = await nats.connect(servers(nats_url), name="fleet-metrics", max_reconnect_attempts=-1)
         self._queues_nc = nc
         js = nc.jetstream()
         await self._queues.refresh(js, probes)  # the first scrape already has them

@@ -13,6 +13,7 @@ from natsio.connection import close_connection
 from natsio.deadletter import DEAD_LETTER_PREFIX, DEAD_LETTER_STREAM, dead_letter_stream_config
 from natsio.errors import NatsPlumbingError
 from natsio.pull import PullSubscription, pull_batches
+from natsio.servers import servers
 from natsio.streams import StreamSetupError, checked_replicas, ensure_stream
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "dead_letter_stream_config",
     "ensure_stream",
     "pull_batches",
+    "servers",
 ]

@@ -129,12 +129,15 @@ class System:
             "FLEET_DEBUG": "1",  # a part that fails logs its traceback: what the soak found
             **config.env,
         }
-        # NATS_URL names one server (nats-py takes no list in a string): on a cluster each
-        # process gets a node of its own, in turn, and learns the others from it.
-        urls = iter(self.nats_urls * (2 + config.dispatchers + config.workers))
+        # On a cluster NATS_URL names every node (a comma-separated list), each process's own
+        # node first in turn: it starts, and reconnects, while any one of them is up.
+        n = len(self.nats_urls)
+        turns = iter(range(2 + config.dispatchers + config.workers))
 
         def wired(**more: str) -> dict[str, str]:
-            return {**env, "NATS_URL": next(urls), **more}
+            i = next(turns) % n
+            rotated = self.nats_urls[i:] + self.nats_urls[:i]
+            return {**env, "NATS_URL": ",".join(rotated), **more}
 
         self.api = FleetProcess(
             root / "api", "api", wired(FLEET_GRPC_PORT=str(free_port())), start=False

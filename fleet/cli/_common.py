@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rich.console import Console
 
 from fleet.config import ConfigError, Settings
+from natsio import servers
 
 if TYPE_CHECKING:
     from fleet.client import ClientSecurity, FleetClient
@@ -177,7 +178,7 @@ async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
     try:
         nc = await asyncio.wait_for(
             nats.connect(
-                url,
+                servers(url),
                 name="fleet-cli",
                 connect_timeout=timeout_s,
                 allow_reconnect=False,

@@ -99,3 +99,25 @@ async def test_a_failure_of_the_calls_own_attempt_still_fails_it(
         await start_worker(lg.url, max_deliver=1)
         with pytest.raises(AgentTurnError, match="attempt 1 of 1"):
             await runtime.run_turn(turn("dev-agent-3", d_id="really-failed", timeout_s=8.0))
+
+
+async def test_work_the_stream_cannot_take_yet_is_queued_once_it_can(
+    nc: NATS,
+    names: QueueNames,
+    runtime: NatsAgentRuntime,
+    start_worker: WorkerFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A publish refused while the work stream has no leader (an election on an R3 stream, here
+    the stream gone for a moment) is retried, not recorded as a failed call."""
+    js = nc.jetstream()
+    await js.delete_stream(names.work_stream)
+    caplog.set_level("INFO", logger="agent_runtime.nats_runtime")
+    async with LoadGenServer("instant") as lg:
+        call = asyncio.create_task(runtime.run_turn(turn("dev-agent-1", d_id="no-leader")))
+        await eventually(lambda: "queuing retried" in caplog.text, what="a refused publish")
+        assert not call.done()
+        await js.add_stream(names.work_stream_config(120.0))
+        await start_worker(lg.url)
+        got = await asyncio.wait_for(call, 10.0)
+    assert got.agent_id == "dev-agent-1" and lg.counters.calls == 1

@@ -250,3 +250,27 @@ def _hang() -> Behaviour:
         raise AssertionError("unreachable")
 
     return act
+
+
+class LaggingReplicaStore(ApplicationDeliberationStore):
+    """Reads "not found" the first few times, as a lagging replica of an R3 stream answers a
+    read of a deliberation that was just requested."""
+
+    def __init__(self, a: FleetApplication, misses: int) -> None:
+        super().__init__(a)
+        self.misses = misses
+
+    async def last_known(self, deliberation_id: Any) -> Deliberation:
+        if self.misses > 0:
+            self.misses -= 1
+            raise KeyError(f"Deliberation {deliberation_id} not found")
+        return await super().last_known(deliberation_id)
+
+
+async def test_a_deliberation_that_reads_as_not_found_at_first_is_still_driven() -> None:
+    a = app()
+    store = LaggingReplicaStore(a, misses=3)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), FakeAgentRuntime()):
+        d = request(a, "lagging-replica")
+        done = await until_terminal(store, d.id)
+    assert done.status is DeliberationStatus.COMPLETED and store.misses == 0
