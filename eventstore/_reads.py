@@ -36,6 +36,9 @@ _PROBE_MARGIN: Final = 1.1
 more are cheaper than another request (the first step, at density 1, is exact or short)."""
 _MIN_LAST_SEQ_NOT_MET: Final = 10180
 _NO_MESSAGE: Final = 10037
+_ELECTING: Final = frozenset({10008, 10074})
+"""JetStream's "system temporarily unavailable" and "stream offline": a leader is being
+elected; reads are safe to ask again."""
 
 
 def _stream_sequence(msg: Msg) -> int:
@@ -345,18 +348,31 @@ class Reads(Positions):
     async def leader_get(self, body: dict[str, Any]) -> Row | None:
         """One message through the stream leader's ``STREAM.MSG.GET`` (consistent at any R)."""
         s = self.settings
-        resp = await self.nc.request(
-            f"$JS.API.STREAM.MSG.GET.{s.stream}", json.dumps(body).encode(), s.timeout
-        )
-        try:
-            reply: dict[str, Any] = json.loads(resp.data)
-        except ValueError as e:
-            raise DatabaseError(f"unreadable STREAM.MSG.GET reply: {resp.data[:200]!r}") from e
-        err = reply.get("error")
-        if err:
-            if err.get("err_code") == _NO_MESSAGE:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + s.timeout
+        pause = 0.05
+        while True:
+            resp = await self.nc.request(
+                f"$JS.API.STREAM.MSG.GET.{s.stream}", json.dumps(body).encode(), s.timeout
+            )
+            try:
+                reply: dict[str, Any] = json.loads(resp.data)
+            except ValueError as e:
+                msg = f"unreadable STREAM.MSG.GET reply: {resp.data[:200]!r}"
+                raise DatabaseError(msg) from e
+            err = reply.get("error")
+            if not err:
+                break
+            code = err.get("err_code")
+            if code == _NO_MESSAGE:
                 return None
+            # A read may wait out a leader election (a cluster node lost): asked again, it is
+            # answered as soon as the stream or the meta group has a leader, within the timeout.
+            if code in _ELECTING and loop.time() + pause < give_up:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                continue
             where = f"leader get {body}"
-            raise api_error(err.get("err_code"), err.get("code"), err.get("description", ""), where)
+            raise api_error(code, err.get("code"), err.get("description", ""), where)
         m = reply["message"]
         return Row(self._seen(int(m["seq"])), base64.b64decode(m.get("data") or ""), m["subject"])

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 import nats
+from eventsourcing.persistence import DatabaseError
 from eventsourcing.utils import get_topic
 
 # The results stream is read as the runtime reads it: through the backend's own codec, the one
@@ -75,7 +76,7 @@ class EventLog:
         """Read what was written since the last call; return the stream position reached."""
         recorder: Any = self.app.recorder
         while True:
-            page = recorder.select_notifications(self.read_to + 1, _PAGE)
+            page = self._page(recorder)
             if not page:
                 return self.read_to
             for n in page:
@@ -84,6 +85,17 @@ class EventLog:
                     history.positions.append(n.id)
                     history.events.append(self.app.mapper.to_domain_event(n))
             self.read_to = page[-1].id
+
+    def _page(self, recorder: Any) -> Any:
+        """The next page; a read refused while a cluster node rejoins is asked again (30 s)."""
+        give_up = time.monotonic() + 30.0
+        while True:
+            try:
+                return recorder.select_notifications(self.read_to + 1, _PAGE)
+            except DatabaseError:
+                if time.monotonic() > give_up:
+                    raise
+                time.sleep(0.5)
 
     def open_ids(self) -> list[UUID]:
         """Deliberations without a terminal event yet."""
