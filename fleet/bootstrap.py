@@ -4,6 +4,10 @@
 in reverse. Parts with no URL configured are embedded: a private nats-server, a private
 valkey/redis-server, the LadybugDB graph, local Ray and llama.cpp serving Gemma 3 270M.
 Each stage's start-up time is recorded, because people want to know where the seconds go.
+
+(Over 400 lines on purpose: the node's start order is its dependency order, and each stage's
+choice of an embedded or a configured part is read best next to the stages around it; the
+choice of agent runtime is ``agents``', the projections' service ``projection_service``'s.)
 """
 
 from __future__ import annotations
