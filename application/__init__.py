@@ -6,9 +6,14 @@ reads that replay them.
   (``group_commit``);
 * ``feed``: the notification log as async iterators (history, then live);
 * ``ports``: the Protocols the dispatchers and the API are written against;
-* the read side that needs nothing but the events: ``timeline`` (a deliberation's history as
-  rows), ``replay`` (a fold to any version), ``watch`` (one feed subscription fanned out to every
-  watcher).
+* the read side: ``queries`` (status and results from the cache's view model, ``views``, or a
+  replay; history; Cypher through the graph's read port), ``listing``, and what needs nothing
+  but the events: ``timeline`` (a deliberation's history as rows), ``replay`` (a fold to any
+  version), ``watch`` (one feed subscription fanned out to every watcher); ``errors``, what a
+  read can refuse.
+
+The projectors implement the read side's ports (the cache's board, the history graph) and import
+its view model; nothing here imports them.
 
 It imports aggregates and the eventsourcing library (the event store is chosen by the library's
 ``PERSISTENCE_MODULE`` setting) and nothing above it.

@@ -26,6 +26,14 @@ from agent_runtime.api import AgentRuntime
 from aggregates import Role
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
+from application.listing import DeliberationListing
+from application.queries import (
+    DeliberationQueries,
+    GraphReader,
+    LocalGraphReader,
+    StatusBoard,
+    recorder_latest_version,
+)
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
 from fleet.agents import make_agent_runtime, queue_names
@@ -34,7 +42,6 @@ from fleet.endpoints import Endpoints
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
-from fleet.listing import DeliberationListing
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet.observed_store import ObservedStore
 from fleet.projection_service import (
@@ -45,13 +52,6 @@ from fleet.projection_service import (
     RemoteGraph,
     RemoteProjections,
     subject,
-)
-from fleet.queries import (
-    DeliberationQueries,
-    GraphReader,
-    LocalGraphReader,
-    StatusBoard,
-    recorder_latest_version,
 )
 from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing

@@ -36,7 +36,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from fleet.queries import HistoryGraph, ServiceUnavailableError
+from application.errors import ServiceUnavailableError
+from application.queries import HistoryGraph
 from projectors.control import Projections, ProjectionStatus
 from projectors.errors import (
     InvalidQueryError,

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from application.errors import InvalidQueryError, QueryTimeoutError, ReadOnlyQueryError
+
+__all__ = [
+    "InvalidQueryError",
+    "NothingToVerifyError",
+    "PositionMovedError",
+    "ProjectionError",
+    "ProjectionFencedError",
+    "ProjectionStoppedError",
+    "QueryTimeoutError",
+    "ReadOnlyQueryError",
+    "UnknownProjectionError",
+]
+
 
 class ProjectionError(Exception):
     """Something went wrong in a projection or its runner."""
@@ -20,18 +34,6 @@ class NothingToVerifyError(ProjectionError):
     and calling it clean would be a check that cannot fail, so it is refused instead."""
 
 
-class ReadOnlyQueryError(ProjectionError):
-    """A query given to the read-only query API would write (or load, or call procedures)."""
-
-
-class InvalidQueryError(ProjectionError):
-    """The graph engine rejected a read query (syntax, unknown label or property, bad parameter).
-
-    Adapters translate their engine's error into this one, so callers can tell a user's bad query
-    (INVALID_ARGUMENT) from an engine that is down (UNAVAILABLE).
-    """
-
-
 class ProjectionFencedError(ProjectionError):
     """Another instance of this projection took it over (a newer epoch): this one must stop
     writing. Raised by a store in the same atomic step that would have written, so nothing was."""
@@ -48,7 +50,3 @@ class PositionMovedError(ProjectionError):
     def __init__(self, message: str, stored: int) -> None:
         super().__init__(message)
         self.stored = stored
-
-
-class QueryTimeoutError(InvalidQueryError):
-    """A read query ran past its time limit and was interrupted."""

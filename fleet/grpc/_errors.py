@@ -18,10 +18,10 @@ from aggregates import (
     UnknownAgentError,
     deliberation_id,
 )
+from application.errors import QueryRefusedError, ServiceUnavailableError
 from application.stores import DeliberationNotFoundError
 from application.watch import WatchUnavailableError
 from fleet import logs
-from fleet.queries import QueryRefusedError, ServiceUnavailableError
 from fleet.telemetry import span
 from projectors.errors import NothingToVerifyError, UnknownProjectionError
 

@@ -16,14 +16,14 @@ from aggregates import (
     Role,
 )
 from aggregates.plan import check_plan_id
+from application.listing import ListFilter, Page
+from application.queries import QueryResult
 from application.timeline import History, to_json
+from application.views import DeliberationView, FailureView, ResultView
 from application.watch import Progress
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
-from fleet.listing import ListFilter, Page
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.queries import QueryResult
-from projectors.cache.view import DeliberationView, FailureView, ResultView
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
@@ -183,7 +183,7 @@ def to_version(raw: int) -> int | None:
 
 
 def history_response(task: str, h: History) -> pb.GetDeliberationHistoryResponse:
-    from projectors.cache.view import view_from_aggregate
+    from application.views import view_from_aggregate
 
     view = view_from_aggregate(h.deliberation)
     return pb.GetDeliberationHistoryResponse(

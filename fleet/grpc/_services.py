@@ -10,12 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from application.listing import DeliberationListing
+from application.queries import DeliberationQueries
 from application.watch import WatchHub
 from dispatchers.plans import PlanDeliberationStore, PlanOptions
 from fleet.endpoints import Endpoints
-from fleet.listing import DeliberationListing
 from fleet.projection_service import ProjectionControl
-from fleet.queries import DeliberationQueries
 
 
 def _utc_now() -> datetime:

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 from aggregates import Deliberation, deliberation_id
+from application.errors import ServiceUnavailableError
 from application.stores import DeliberationNotFoundError
 from application.watch import ProgressTracker
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated, translated_stream
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.queries import ServiceUnavailableError
 from fleet.telemetry import current_traceparent
 
 log = logging.getLogger(__name__)

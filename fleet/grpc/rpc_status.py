@@ -13,12 +13,12 @@ compares the stores the system has or fails, never reports a clean comparison of
 
 from __future__ import annotations
 
+from application.errors import ServiceUnavailableError
 from fleet import __version__
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.projection_service import ProjectionControl
-from fleet.queries import ServiceUnavailableError
 
 
 class StatusRpcs:

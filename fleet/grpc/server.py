@@ -16,6 +16,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from application.errors import ServiceUnavailableError
 from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
@@ -24,7 +25,6 @@ from fleet.grpc.rpc_plans import PlanRpcs
 from fleet.grpc.rpc_status import StatusRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
-from fleet.queries import ServiceUnavailableError
 
 log = logging.getLogger(__name__)
 

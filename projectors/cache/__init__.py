@@ -4,10 +4,10 @@
 package loads no client library).
 """
 
+from application.views import DeliberationView, FailureView, ResultView, view_from_aggregate
 from projectors.cache.board import DeliberationBoard, InMemoryDeliberationBoard
 from projectors.cache.fold import evolve
 from projectors.cache.projection import CacheProjection
-from projectors.cache.view import DeliberationView, FailureView, ResultView, view_from_aggregate
 
 __all__ = [
     "CacheProjection",

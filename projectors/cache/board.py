@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from uuid import UUID
 
-from projectors.cache.view import DeliberationView
+from application.views import DeliberationView
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence, now_ms
 

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from aggregates import CheckOutcome, DeliberationStatus
-from projectors.cache.view import DeliberationView, FailureView, ResultView
+from application.views import DeliberationView, FailureView, ResultView
 
 __all__ = ["SCHEMA", "decode_view", "encode_view"]
 

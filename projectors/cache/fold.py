@@ -19,7 +19,7 @@ from functools import singledispatch
 from typing import Any, TypeVar
 
 from aggregates import CheckOutcome, Deliberation, DeliberationStatus
-from projectors.cache.view import DeliberationView, FailureView, ResultView
+from application.views import DeliberationView, FailureView, ResultView
 from projectors.events import is_deliberation_event
 
 __all__ = ["evolve", "handles"]

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from aggregates import Deliberation
+from application.views import DeliberationView
 from projectors.cache.board import DeliberationBoard
 from projectors.cache.fold import evolve, handles
-from projectors.cache.view import DeliberationView
 from projectors.errors import PositionMovedError
 from projectors.fence import Fence
 

@@ -28,9 +28,9 @@ from uuid import UUID
 
 from valkey import Valkey
 
+from application.views import DeliberationView
 from projectors.cache.board import DeliberationBoard
 from projectors.cache.codec import decode_view, encode_view
-from projectors.cache.view import DeliberationView
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
 

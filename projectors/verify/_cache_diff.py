@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import fields
 from datetime import datetime
 
-from projectors.cache.view import DeliberationView, ResultView, view_from_aggregate
+from application.views import DeliberationView, ResultView, view_from_aggregate
 from projectors.verify._log_scan import History
 from projectors.verify._report import VerifyReport, pair
 

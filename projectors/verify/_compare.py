@@ -9,8 +9,8 @@ from uuid import UUID
 
 from eventsourcing.application import Application
 
+from application.views import DeliberationView
 from projectors.cache.board import DeliberationBoard
-from projectors.cache.view import DeliberationView
 from projectors.graph.port import DecisionGraph
 from projectors.verify._cache_diff import cache_diff
 from projectors.verify._graph_diff import shared_diff, side_diff

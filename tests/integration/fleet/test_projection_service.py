@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client as NATS
 
+from application.errors import ServiceUnavailableError
 from fleet.projection_service import ProjectionRequester, ProjectionService, RemoteGraph
-from fleet.queries import ServiceUnavailableError
 from projectors.control import Projections
 from projectors.errors import (
     InvalidQueryError,

@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 import valkey
 
+from application.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version
 from application.stores import ApplicationDeliberationStore
 from fleet.client import FleetClient
 from fleet.embedded._process import free_port
@@ -26,7 +27,6 @@ from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.projection_service import LocalProjections
-from fleet.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version
 from projectors import CacheProjection, GraphProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.control import Projections

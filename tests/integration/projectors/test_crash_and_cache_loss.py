@@ -20,9 +20,9 @@ import valkey
 
 from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation
 from application.app import FleetApplication
+from application.queries import DeliberationQueries, recorder_latest_version
 from application.stores import ApplicationDeliberationStore
 from fleet.embedded.valkey import ValkeyServer
-from fleet.queries import DeliberationQueries, recorder_latest_version
 from projectors import CacheProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.ladybug import LadybugGraph

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from aggregates import AgentAnswer
+from application.queries import DeliberationQueries, recorder_latest_version
 from application.stores import ApplicationDeliberationStore
-from fleet.queries import DeliberationQueries, recorder_latest_version
 from projectors import CacheProjection, GraphProjection, ProjectorRunner, view_from_aggregate
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.errors import ProjectionFencedError

@@ -24,10 +24,16 @@ from uuid import UUID
 from eventsourcing.persistence import AggregateRecorder
 
 from aggregates import deliberation_id
+from application.errors import (
+    InvalidQueryError,
+    QueryRefusedError,
+    QueryTimeoutError,
+    ReadOnlyQueryError,
+    ServiceUnavailableError,
+)
 from application.stores import ApplicationDeliberationStore
 from application.timeline import History, fold_history
-from projectors.cache.view import DeliberationView, view_from_aggregate
-from projectors.errors import InvalidQueryError, QueryTimeoutError, ReadOnlyQueryError
+from application.views import DeliberationView, view_from_aggregate
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +53,6 @@ def recorder_latest_version(recorder: AggregateRecorder) -> LatestVersion:
         return int(rows[0].originator_version) if rows else None
 
     return latest
-
-
-class QueryRefusedError(ValueError):
-    """A Cypher query that is not read-only, or is malformed; refused before it runs."""
-
-
-class ServiceUnavailableError(RuntimeError):
-    """A part Fleet needs for this read is not running (e.g. no graph configured)."""
 
 
 class StatusBoard(Protocol):

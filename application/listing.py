@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, Role
-from fleet.queries import GraphReader, ServiceUnavailableError
+from application.errors import ServiceUnavailableError
+from application.queries import GraphReader
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
