@@ -15,7 +15,7 @@ from pathlib import Path
 import nats
 from nats.aio.client import Client as NATS
 
-from fleet.embedded._process import LOOPBACK, ServerProcessError, free_port
+from fleet.embedded._process import LOOPBACK, ServerProcessError, free_ports
 from fleet.embedded.nats import NatsServer
 
 __all__ = ["ClusterNode", "NatsCluster"]
@@ -32,8 +32,9 @@ class ClusterNode(NatsServer):
         cluster_port: int,
         routes: list[str],
         cluster_name: str = "fleet-test",
+        port: int | None = None,
     ) -> None:
-        super().__init__(data_dir, server_name=name)
+        super().__init__(data_dir, server_name=name, port=port)
         self.name = name
         self.cluster_port = cluster_port
         self.argv += [
@@ -51,7 +52,8 @@ class NatsCluster:
     """
 
     def __init__(self, root: Path, size: int = 3, *, cluster_name: str = "fleet-test") -> None:
-        cluster_ports = [free_port() for _ in range(size)]
+        ports = free_ports(2 * size)  # distinct: a client and a route port per node
+        cluster_ports, client_ports = ports[:size], ports[size:]
         routes = [f"nats://{LOOPBACK}:{p}" for p in cluster_ports]
         self.nodes = [
             ClusterNode(
@@ -60,8 +62,9 @@ class NatsCluster:
                 cluster_port=port,
                 routes=routes,
                 cluster_name=cluster_name,
+                port=client,
             )
-            for i, port in enumerate(cluster_ports, start=1)
+            for i, (port, client) in enumerate(zip(cluster_ports, client_ports, strict=True), 1)
         ]
 
     @property

@@ -43,6 +43,23 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct TCP ports that were free on ``host`` a moment ago.
+
+    Held open together while they are chosen: ``free_port`` called in a row may hand out the same
+    port twice (each socket is closed before the next bind), and a cluster of servers then fails
+    with "address already in use" on one of its own ports.
+    """
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def port_open(host: str, port: int) -> bool:
     """True when something accepts TCP connections on (host, port)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
