@@ -1,5 +1,5 @@
 """Where each part of a node listens: written to ``<data_dir>/run.json`` for the CLI, and shown by
-GetStatus. Its own module because both ``fleet.bootstrap`` (which fills it) and the API (which
+GetNodeStatus. Its own module because both ``fleet.bootstrap`` (which fills it) and the API (which
 shows it) need it, and the API must not import the bootstrap that builds it."""
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ async def _projected(address: str, head: int, timeout_s: float) -> str:
     async with FleetClient(address, timeout=10.0) as client:
         while time.monotonic() < deadline:
             try:
-                status = await client.stub.GetStatus(pb.GetStatusRequest(), timeout=10.0)
+                status = await client.stub.GetNodeStatus(pb.GetNodeStatusRequest(), timeout=10.0)
                 behind = [
                     f"{p.name} at {p.position}"
                     for p in status.projections

@@ -32,11 +32,11 @@ class ApiServices:
     watch: WatchHub | None = None
     """Live events, for StreamDeliberation."""
     listing: DeliberationListing | None = None
-    """ListDeliberations, and the count of open deliberations GetStatus shows."""
+    """ListDeliberations, and the count of open deliberations GetNodeStatus shows."""
     projections: ProjectionControl | None = None
     """This node's projections, or those of the node that runs them: their status, rebuild and
-    verify (GetStatus lists none without it)."""
+    verify (GetNodeStatus lists none without it)."""
     endpoints: Endpoints | None = None
-    """Where this node's parts listen, shown by GetStatus."""
+    """Where this node's parts listen, shown by GetNodeStatus."""
     plan_options: PlanOptions = field(default_factory=PlanOptions)
     """How ApprovePlan shapes a plan's deliberations (as the plan dispatcher does)."""

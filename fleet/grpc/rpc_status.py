@@ -1,8 +1,8 @@
 """RPCs about the node itself: status and projection lag, projection rebuild and verification.
 
 Parts read from ``ApiServices``: ``projections`` (this node's projections, or those of the node
-that runs them; without it the projection RPCs answer UNAVAILABLE and GetStatus lists none),
-``endpoints`` (shown by GetStatus) and ``listing`` (GetStatus counts the open deliberations with
+that runs them; without it the projection RPCs answer UNAVAILABLE and GetNodeStatus lists none),
+``endpoints`` (shown by GetNodeStatus) and ``listing`` (GetNodeStatus counts the open deliberations with
 it).
 
 Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
@@ -34,8 +34,10 @@ class StatusRpcs:
         return control
 
     @translated
-    async def GetStatus(self, request: pb.GetStatusRequest, context: Ctx) -> pb.GetStatusResponse:
-        resp = pb.GetStatusResponse(version=__version__)
+    async def GetNodeStatus(
+        self, request: pb.GetNodeStatusRequest, context: Ctx
+    ) -> pb.GetNodeStatusResponse:
+        resp = pb.GetNodeStatusResponse(version=__version__)
         projections = self._projections()
         if projections is not None:
             head, rows = await projections.status()

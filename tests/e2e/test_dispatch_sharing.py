@@ -98,7 +98,7 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
                 )
                 await _graphed(c2, N)
                 listed = await c2.list(status="COMPLETED", page_size=N + 1)
-                status = await c2.stub.GetStatus(pb.GetStatusRequest())
+                status = await c2.stub.GetNodeStatus(pb.GetNodeStatusRequest())
         finally:
             for p in procs:
                 p.stop()

@@ -1,6 +1,6 @@
 """``fleet projections status|rebuild``: where each projection stands, and rebuilding one.
 
-Both talk to the running node over gRPC (GetStatus, RebuildProjection): the node is the one writer
+Both talk to the running node over gRPC (GetNodeStatus, RebuildProjection): the node is the one writer
 of its stores (the embedded graph is a directory only one process may open), so a rebuild happens
 in it, fenced like any other write, while readers fall back to replays.
 """
@@ -56,7 +56,7 @@ async def cmd_status(args: argparse.Namespace) -> None:
     from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
     async with client(args) as api:
-        resp = await api.stub.GetStatus(pb.GetStatusRequest(), timeout=30)
+        resp = await api.stub.GetNodeStatus(pb.GetNodeStatusRequest(), timeout=30)
     if args.json:
         print(json.dumps(_status_json(resp), indent=2))
         return
@@ -91,7 +91,7 @@ async def cmd_rebuild(args: argparse.Namespace) -> None:
         ) as progress:
             task = progress.add_task(args.name, total=max(target, 1))
             while True:
-                resp = await api.stub.GetStatus(pb.GetStatusRequest(), timeout=30)
+                resp = await api.stub.GetNodeStatus(pb.GetNodeStatusRequest(), timeout=30)
                 mine = [p for p in resp.projections if p.name == args.name]
                 if not mine:
                     raise CliError(f"projection {args.name} disappeared from the node's status")

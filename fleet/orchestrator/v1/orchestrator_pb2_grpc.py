@@ -74,10 +74,10 @@ class OrchestratorServiceStub:
                 request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationRequest.SerializeToString,
                 response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationResponse.FromString,
                 _registered_method=True)
-        self.GetStatus = channel.unary_unary(
-                '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
-                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
-                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+        self.GetNodeStatus = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/GetNodeStatus',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusResponse.FromString,
                 _registered_method=True)
         self.RebuildProjection = channel.unary_unary(
                 '/fleet.orchestrator.v1.OrchestratorService/RebuildProjection',
@@ -88,6 +88,66 @@ class OrchestratorServiceStub:
                 '/fleet.orchestrator.v1.OrchestratorService/VerifyProjections',
                 request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.SerializeToString,
                 response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.FromString,
+                _registered_method=True)
+        self.Orchestrate = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/Orchestrate',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateResponse.FromString,
+                _registered_method=True)
+        self.DeliberateForBacklogReview = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/DeliberateForBacklogReview',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateResponse.FromString,
+                _registered_method=True)
+        self.RegisterAgent = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/RegisterAgent',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentResponse.FromString,
+                _registered_method=True)
+        self.UnregisterAgent = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/UnregisterAgent',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentResponse.FromString,
+                _registered_method=True)
+        self.CreateCouncil = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/CreateCouncil',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilResponse.FromString,
+                _registered_method=True)
+        self.ListCouncils = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/ListCouncils',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsResponse.FromString,
+                _registered_method=True)
+        self.DeleteCouncil = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/DeleteCouncil',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilResponse.FromString,
+                _registered_method=True)
+        self.ProcessPlanningEvent = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/ProcessPlanningEvent',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventResponse.FromString,
+                _registered_method=True)
+        self.DeriveSubtasks = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/DeriveSubtasks',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksResponse.FromString,
+                _registered_method=True)
+        self.GetTaskContext = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/GetTaskContext',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextResponse.FromString,
+                _registered_method=True)
+        self.GetStatus = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+                _registered_method=True)
+        self.GetMetrics = channel.unary_unary(
+                '/fleet.orchestrator.v1.OrchestratorService/GetMetrics',
+                request_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsRequest.SerializeToString,
+                response_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsResponse.FromString,
                 _registered_method=True)
 
 
@@ -151,8 +211,9 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetStatus(self, request, context):
-        """The node's view of itself: versions, stream head, projection lag, work in flight.
+    def GetNodeStatus(self, request, context):
+        """The node's view of itself: versions, stream head, projection lag, work in flight, endpoints.
+        (Fleet's own; the seed's GetStatus below keeps the seed's message.)
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -169,6 +230,85 @@ class OrchestratorServiceServicer:
     def VerifyProjections(self, request, context):
         """Replays every deliberation and reports where the graph or the cache differs from it.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Orchestrate(self, request, context):
+        """---- The rest of the seed's OrchestratorService (same messages and field numbers).
+        A deliberation, then (when enabled) an ARCHITECT council agent picks among the top k.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeliberateForBacklogReview(self, request, context):
+        """A deliberation for a backlog-review task id `ceremony-<id>:story-<id>:role-<ROLE>`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RegisterAgent(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterAgent(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCouncil(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCouncils(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteCouncil(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProcessPlanningEvent(self, request, context):
+        """The gRPC twin of the planning NATS events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeriveSubtasks(self, request, context):
+        """A plan's tasks per role as atomic tasks with dependencies.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTaskContext(self, request, context):
+        """The context an agent needs for a task: story, plan, decisions, timeline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStatus(self, request, context):
+        """The seed's status message: status word, uptime, stats counted from the events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetMetrics(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -216,10 +356,10 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationRequest.FromString,
                     response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CancelDeliberationResponse.SerializeToString,
             ),
-            'GetStatus': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetStatus,
-                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.FromString,
-                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.SerializeToString,
+            'GetNodeStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNodeStatus,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusResponse.SerializeToString,
             ),
             'RebuildProjection': grpc.unary_unary_rpc_method_handler(
                     servicer.RebuildProjection,
@@ -230,6 +370,66 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.VerifyProjections,
                     request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.FromString,
                     response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.SerializeToString,
+            ),
+            'Orchestrate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Orchestrate,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateResponse.SerializeToString,
+            ),
+            'DeliberateForBacklogReview': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeliberateForBacklogReview,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateResponse.SerializeToString,
+            ),
+            'RegisterAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterAgent,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentResponse.SerializeToString,
+            ),
+            'UnregisterAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterAgent,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentResponse.SerializeToString,
+            ),
+            'CreateCouncil': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCouncil,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilResponse.SerializeToString,
+            ),
+            'ListCouncils': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCouncils,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsResponse.SerializeToString,
+            ),
+            'DeleteCouncil': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCouncil,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilResponse.SerializeToString,
+            ),
+            'ProcessPlanningEvent': grpc.unary_unary_rpc_method_handler(
+                    servicer.ProcessPlanningEvent,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventResponse.SerializeToString,
+            ),
+            'DeriveSubtasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeriveSubtasks,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksResponse.SerializeToString,
+            ),
+            'GetTaskContext': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskContext,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextResponse.SerializeToString,
+            ),
+            'GetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStatus,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.SerializeToString,
+            ),
+            'GetMetrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMetrics,
+                    request_deserializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsRequest.FromString,
+                    response_serializer=fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -459,7 +659,7 @@ class OrchestratorService:
             _registered_method=True)
 
     @staticmethod
-    def GetStatus(request,
+    def GetNodeStatus(request,
             target,
             options=(),
             channel_credentials=None,
@@ -472,9 +672,9 @@ class OrchestratorService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
-            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
-            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+            '/fleet.orchestrator.v1.OrchestratorService/GetNodeStatus',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNodeStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -529,6 +729,330 @@ class OrchestratorService:
             '/fleet.orchestrator.v1.OrchestratorService/VerifyProjections',
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsRequest.SerializeToString,
             fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.VerifyProjectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Orchestrate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/Orchestrate',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.OrchestrateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeliberateForBacklogReview(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/DeliberateForBacklogReview',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeliberateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/RegisterAgent',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.RegisterAgentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/UnregisterAgent',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.UnregisterAgentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCouncil(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/CreateCouncil',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.CreateCouncilResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCouncils(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/ListCouncils',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListCouncilsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCouncil(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/DeleteCouncil',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteCouncilResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProcessPlanningEvent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/ProcessPlanningEvent',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PlanningEventResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeriveSubtasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/DeriveSubtasks',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeriveSubtasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTaskContext(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/GetTaskContext',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetTaskContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/GetStatus',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMetrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/fleet.orchestrator.v1.OrchestratorService/GetMetrics',
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsRequest.SerializeToString,
+            fleet_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetMetricsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -75,7 +75,7 @@ async def test_the_replica_reads_the_projectors_graph(pair: Pair) -> None:
     assert rows == [{"n": len(TASKS)}]
     listed = await pair.client.list()
     assert sorted(d.task_id for d in listed.deliberations) == TASKS
-    status = await pair.client.stub.GetStatus(pb.GetStatusRequest())
+    status = await pair.client.stub.GetNodeStatus(pb.GetNodeStatusRequest())
     assert status.deliberations_in_flight == len(TASKS)  # PENDING: no dispatcher runs here
     assert {p.name: p.lag_events for p in status.projections} == {"graph": 0, "cache": 0}
     out = await fleet("query", COUNT, "--json", "--address", pair.address)
@@ -118,7 +118,7 @@ async def test_without_a_projectors_node_the_replica_refuses_and_says_why(pair: 
     for call in (
         pair.client.query(COUNT),
         pair.client.list(),
-        pair.client.stub.GetStatus(pb.GetStatusRequest()),
+        pair.client.stub.GetNodeStatus(pb.GetNodeStatusRequest()),
         pair.client.stub.VerifyProjections(pb.VerifyProjectionsRequest()),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as e:

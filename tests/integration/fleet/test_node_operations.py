@@ -1,5 +1,5 @@
 """What operators and scripts rely on, on a whole node (nats-server, Valkey, LadybugDB, the
-dispatcher with in-process councils): work in flight in GetStatus, `fleet deliberate --wait`'s
+dispatcher with in-process councils): work in flight in GetNodeStatus, `fleet deliberate --wait`'s
 live view, `fleet approve-plan`, list filters, results that name the agents that failed, and
 history at a version.
 
@@ -77,7 +77,7 @@ async def test_get_status_counts_the_deliberations_in_flight(ops: Ops) -> None:
     is running" means, the same from every replica, and back to 0 when they end."""
 
     async def in_flight() -> int:
-        status = await ops.client.stub.GetStatus(pb.GetStatusRequest())
+        status = await ops.client.stub.GetNodeStatus(pb.GetNodeStatusRequest())
         return int(status.deliberations_in_flight)
 
     assert await in_flight() == 0

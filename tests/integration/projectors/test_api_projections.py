@@ -1,5 +1,5 @@
 """The projection RPCs and commands on a real gRPC server: read-only Cypher refusals through
-QueryHistory and ``fleet query``, GetStatus and ``fleet projections status``, ``fleet verify``,
+QueryHistory and ``fleet query``, GetNodeStatus and ``fleet projections status``, ``fleet verify``,
 ``fleet projections rebuild``. A light node (no Ray, no model): the API over real stores."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ async def test_write_attempts_are_refused_and_the_graph_is_unchanged(
 async def test_status_verify_and_rebuild(node: dict[str, Any]) -> None:
     app, api = node["app"], node["api"]
     head = app.recorder.max_notification_id()
-    status = await api.stub.GetStatus(pb.GetStatusRequest())
+    status = await api.stub.GetNodeStatus(pb.GetNodeStatusRequest())
     assert status.stream_head == head
     assert {p.name: (p.position, p.lag_events) for p in status.projections} == {
         "graph": (head, 0),
