@@ -1,0 +1,56 @@
+"""What the API, the dispatcher and the status RPCs read about councils: their current members.
+
+Councils are event-sourced (``aggregates.council``): this module holds only the read model that
+every reader shares, so a status RPC or the web console never depends on how a council is stored.
+``application.council_store`` implements ``CouncilDirectory`` on the event store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["CouncilAgentView", "CouncilDirectory", "CouncilView"]
+
+
+@dataclass(frozen=True)
+class CouncilAgentView:
+    """One member of a council as it stands now."""
+
+    agent_id: str
+    role: str
+    model: str = ""
+    """The model it samples; empty means the council's (or the node's) default."""
+    endpoint: str = ""
+    """The OpenAI-compatible URL it calls; empty means the node's default."""
+    model_profile: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CouncilView:
+    """A role's council as it stands now (a deleted one is not listed)."""
+
+    council_id: str
+    role: str
+    agents: Sequence[CouncilAgentView] = ()
+    model: str = ""
+    """The council's default model for agents registered without one."""
+    endpoint: str = ""
+    deliberation_rounds: int = 1
+    enable_peer_review: bool = True
+    version: int = 0
+    """The council aggregate's version: a deliberation records the version it started with."""
+
+
+class CouncilDirectory(Protocol):
+    """The current councils, from the events (never from start-up configuration alone)."""
+
+    async def list_councils(self) -> list[CouncilView]:
+        """Every council that exists now, one per role, ordered by role."""
+        ...
+
+    async def council(self, role: str) -> CouncilView | None:
+        """The role's council, or None when it has none."""
+        ...
