@@ -229,12 +229,13 @@ async function deliberationPage(taskId) {
     window.fleetMarks.detailRendered = performance.now();
   };
   await load();
-  const loadedVersion = d ? d.version : 0;
+  const liveSince = Date.now(); // events recorded from now on are the live ones
   if (d && !TERMINAL.has(d.status)) {
     const refresh = debounce(() => { if (!version) load(); }, 60);
     stream(`/api/deliberations/${encodeURIComponent(taskId)}/stream`, (ev) => {
       // How long after the event was recorded the page had it (the live-latency figure).
-      if (ev.version > loadedVersion) (window.fleetMarks.lags ||= []).push(Date.now() - Date.parse(ev.at));
+      const at = Date.parse(ev.at);
+      if (at >= liveSince) (window.fleetMarks.lags ||= []).push(Date.now() - at);
       const tail = document.getElementById("events-body");
       if (tail && !version && !tail.querySelector(`[data-version="${ev.version}"]`)) tail.append(eventRow(ev));
       refresh();
