@@ -52,7 +52,7 @@ function fmtTime(iso) { return iso ? iso.replace("T", " ").slice(0, 19) : ""; }
 function fmtScore(x) { return x === null || x === undefined ? "-" : Number(x).toFixed(3); }
 function link(route, text) { return el("a", { href: route }, text); }
 function taskLink(id) { return link(`#/d/${encodeURIComponent(id)}`, id); }
-function render(...nodes) { main.replaceChildren(...nodes); }
+function render(...nodes) { main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined)); }
 function notice(text) {
   const n = document.getElementById("notice");
   n.textContent = text || ""; n.hidden = !text;
@@ -268,7 +268,7 @@ function drawDeliberation(d, onVersion) {
     el("div", { class: "slider" }, el("span", {}, "replay"), slider, label),
     d.architect ? architectBox(d.architect) : null,
     el("h2", { text: "Proposals" }),
-    el("div", { class: "grid", id: "proposals" }, d.final.map((p) => proposalCard(p, d.winner))),
+    el("div", { class: "grid", id: "proposals" }, byRank(d.final).map((p) => proposalCard(p, d.winner))),
     el("h2", { text: "Score parts" }), scoreTable(d),
     el("h2", { text: "Agent calls per round" }), timelineSvg(d.calls),
     el("h2", { text: "Critique graph" }), critiqueSvg(d.agents, d.edges),
@@ -277,6 +277,12 @@ function drawDeliberation(d, onVersion) {
     el("table", {}, el("thead", {}, el("tr", {}, ["v", "at", "event", "summary"].map((h) => el("th", {}, h)))),
       el("tbody", { id: "events-body" }, d.events.map(eventRow))),
   );
+}
+
+function byRank(final) {
+  // The winner first, then the ranking; unranked (still running) by agent id, numbers in order.
+  const key = (p) => [p.rank ?? 1e9, p.agent_id.length, p.agent_id];
+  return [...final].sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || (x[2] < y[2] ? -1 : 1); });
 }
 
 function architectBox(a) {
@@ -335,11 +341,11 @@ function timelineSvg(calls) {
 function critiqueSvg(agents, edges) {
   const names = [...new Set([...agents, ...edges.flatMap((e) => [e.from, e.to])])].filter(Boolean);
   if (!names.length) return el("p", { class: "muted" }, "no agents yet");
-  const W = 520, H = 380, cx = W / 2, cy = H / 2, r = Math.min(W, H) / 2 - 50;
+  const W = names.length > 8 ? 680 : 520, H = names.length > 8 ? 520 : 380, cx = W / 2, cy = H / 2, r = Math.min(W, H) / 2 - 50;
   const pos = {};
   names.forEach((n, i) => { const a = (2 * Math.PI * i) / names.length - Math.PI / 2; pos[n] = [cx + r * Math.cos(a), cy + r * Math.sin(a)]; });
   const root = svg("svg", { width: W, height: H, id: "critique-graph", viewBox: `0 0 ${W} ${H}` });
-  root.append(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 18, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
+  root.append(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 28, refY: 5, markerWidth: 8, markerHeight: 8, markerUnits: "userSpaceOnUse", orient: "auto" },
     svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#7c3aed" }))));
   for (const e of edges) {
     if (!pos[e.from] || !pos[e.to]) continue;

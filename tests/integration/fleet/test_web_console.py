@@ -263,6 +263,7 @@ async def test_figures(console: Console, tmp_path: Path) -> None:
     assert fcp < 500, fcp
     if SHOTS:
         await page.screenshot(path=f"{SHOTS}/web-deliberation.png")
+        await page.locator("#critique-graph").screenshot(path=f"{SHOTS}/web-critique-graph.png")
 
     await console.client.deliberate("write fib", task_id="web-lag-1", num_agents=6, rounds=3)
     page = await console.page("#/d/web-lag-1")
@@ -284,15 +285,17 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
     approved = await page.locator("#approve-result", has_text="approved").inner_text()
     task_id = approved.split(": ", 1)[1]
 
-    async def plan_shown() -> bool:
+    async def plan_shown() -> str:
         p = await console.page("#/plans/plan-web-1")
         try:
             await p.locator("h2").first.wait_for()  # drawn
-            return task_id in await p.locator("main").inner_text()
+            text: str = await p.locator("main").inner_text()
+            return text if task_id in text else ""
         finally:
             await p.close()
 
-    await eventually(plan_shown, timeout=15, what=f"{task_id} listed under its plan")
+    shown: str = await eventually(plan_shown, timeout=15, what=f"{task_id} listed under its plan")
+    assert "story-web-1" in shown
     page = await console.page("#/plans/plan-web-1")
     await page.locator("#plans").wait_for()
     assert "story-web-1" in await page.locator("#plans").inner_text()
