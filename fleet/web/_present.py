@@ -130,6 +130,8 @@ def calls(entries: Sequence[TimelineEntry]) -> list[JsonObject]:
     """
     out = []
     for e in entries:
+        if e.type == "TimedOut":  # the calls still out when the deadline passed
+            out += [_timed_out(e, str(agent)) for agent in e.data.get("missing") or []]
         kind = _CALLS.get(e.type)
         if kind is None:
             continue
@@ -150,6 +152,21 @@ def calls(entries: Sequence[TimelineEntry]) -> list[JsonObject]:
             }
         )
     return out
+
+
+def _timed_out(e: TimelineEntry, agent: str) -> JsonObject:
+    return {
+        "version": e.version,
+        "kind": "timeout",
+        "agent_id": agent,
+        "round": -1,
+        "end": iso(e.at),
+        "latency_ms": 0,
+        "tokens": 0,
+        "model": "",
+        "error": "no answer by the deadline",
+        "thinking_retried": False,
+    }
 
 
 def revisions(entries: Sequence[TimelineEntry]) -> list[JsonObject]:

@@ -265,7 +265,11 @@ class WebConsole:
         except WebRefused as e:
             return error(e.http_status, e.message)
         return web.json_response(
-            MessageToDict(response, preserving_proto_field_name=True, use_integers_for_enums=False)
+            MessageToDict(
+                response,
+                preserving_proto_field_name=True,
+                always_print_fields_with_no_presence=True,
+            )
         )
 
 

@@ -327,8 +327,8 @@ function timelineSvg(calls) {
   const root = svg("svg", { width: W, height: spans.length * rowH + 24, id: "timeline", viewBox: `0 0 ${W} ${spans.length * rowH + 24}` });
   spans.forEach((s, i) => {
     const y = 4 + i * rowH;
-    const color = s.kind === "failure" ? "#b3261e" : s.kind === "critique" || s.kind === "rating" ? "#7c3aed" : s.kind === "revision" ? "#0f766e" : "#2454c6";
-    const label = `r${s.round + 1} ${s.agent_id} ${s.kind}`;
+    const color = s.kind === "failure" || s.kind === "timeout" ? "#b3261e" : s.kind === "critique" || s.kind === "rating" ? "#7c3aed" : s.kind === "revision" ? "#0f766e" : "#2454c6";
+    const label = `${s.round >= 0 ? `r${s.round + 1} ` : ""}${s.agent_id} ${s.kind}`;
     root.append(svg("text", { x: 4, y: y + 11 }, label));
     const bar = svg("rect", { x: left + (s.start - t0) * scale, y, width: Math.max(2, s.latency_ms * scale), height: rowH - 4, fill: color, rx: 2 });
     bar.append(svg("title", {}, `${label}: ${s.latency_ms} ms, ${s.tokens} tokens${s.error ? `, ${s.error}` : ""}${s.thinking_retried ? ", retried without thinking" : ""}`));

@@ -352,3 +352,28 @@ async def test_a_web_only_node_serves_the_console_against_the_stores(
         await page.locator('tr[data-task="web-only-1"]').wait_for(timeout=10000)
         page = await console.page("#/d/web-only-1", url=web_node.endpoints.web)
         await page.locator("#status .COMPLETED").wait_for()
+
+
+async def test_with_the_apis_certificate_the_console_speaks_tls_only(
+    console: Console, pki: Any
+) -> None:
+    import ssl
+
+    from fleet.web.tls import server_context
+
+    web = console.node.servers["web"]
+    assert isinstance(web, WebConsole)
+    tls = WebConsole(web.services)
+    url = await tls.start(
+        "127.0.0.1", 0, ssl_context=server_context(pki.server_cert, pki.server_key)
+    )
+    try:
+        assert url.startswith("https://")
+        trusted = ssl.create_default_context(cafile=str(pki.ca))
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url + "api/status", ssl=trusted) as r:
+                assert r.status == 200 and "stream_head" in await r.json()
+            with pytest.raises(aiohttp.ClientError):
+                await http.get(url.replace("https", "http") + "api/status")
+    finally:
+        await tls.shutdown()

@@ -14,7 +14,7 @@ from tests.support.web import rich_deliberation
 
 def _history(rounds: int = 2) -> History:
     d = rich_deliberation("present-1", agents=3, rounds=rounds)
-    return fold_history(d.collect_events())
+    return fold_history(list(d.collect_events()))
 
 
 def test_each_revision_is_a_diff_against_the_same_agents_previous_proposal() -> None:
@@ -59,3 +59,10 @@ def test_the_web_port_setting_is_checked_and_named() -> None:
     assert Settings.from_env({"FLEET_WEB_PORT": "0"}).web_port == 0
     with pytest.raises(ConfigError, match="FLEET_WEB_PORT"):
         Settings.from_env({"FLEET_WEB_PORT": "70000"})
+
+
+def test_agents_still_out_at_the_deadline_show_as_timed_out_calls() -> None:
+    at = datetime.now(tz=UTC)
+    gone = TimelineEntry(7, "TimedOut", at, {"received": ["a-1"], "missing": ["a-2"]})
+    (call,) = _present.calls([gone])
+    assert call["kind"] == "timeout" and call["agent_id"] == "a-2"
