@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from aiohttp import web
 
 from application.timeline import entry
-from application.watch import WatchHub
+from application.watch import WatchHub, WatchUnavailableError
 from fleet.web._present import JsonObject, event_json
 from fleet.web._security import HEADERS
 
@@ -49,7 +49,7 @@ async def _send(response: web.StreamResponse, data: JsonObject | None) -> None:
     await response.write(line.encode())
 
 
-async def _with_keepalive(source: AsyncIterator[Any]) -> AsyncIterator[Any | None]:
+async def _with_keepalive(source: AsyncIterator[Any]) -> AsyncGenerator[Any | None, None]:
     """``source``'s items, and None whenever ``KEEPALIVE_S`` passes without one."""
     it = aiter(source)
     pending: asyncio.Task[Any] | None = None
@@ -83,19 +83,24 @@ async def stream_all(request: web.Request, hub: WatchHub) -> web.StreamResponse:
             while True:
                 yield await q.get()
 
-    with contextlib.suppress(ConnectionResetError):
-        async for e in _with_keepalive(events()):
-            if e is not None and not hasattr(e, "originator_id"):
-                break  # the hub closed (the node is stopping)
-            await _send(response, None if e is None else feed_json(e))
+    # Closed at once when the browser goes (not when the collector gets to it): the hub's
+    # queue for this page is dropped with it.
+    async with contextlib.aclosing(_with_keepalive(events())) as items:
+        with contextlib.suppress(ConnectionResetError):
+            async for e in items:
+                if e is not None and not hasattr(e, "originator_id"):
+                    break  # the hub closed (the node is stopping)
+                await _send(response, None if e is None else feed_json(e))
     return response
 
 
 async def stream_one(request: web.Request, hub: WatchHub, d_id: Any) -> web.StreamResponse:
     """One deliberation's events, stored then live, ending with its terminal event."""
     response = await _open(request)
-    with contextlib.suppress(ConnectionResetError):
-        async for e in _with_keepalive(hub.watch(d_id)):
-            await _send(response, None if e is None else feed_json(e))
-        await response.write(b"event: end\ndata: {}\n\n")
+    async with contextlib.aclosing(_with_keepalive(hub.watch(d_id))) as items:
+        # A stopping node ends the stream; the page says live updates stopped.
+        with contextlib.suppress(ConnectionResetError, WatchUnavailableError):
+            async for e in items:
+                await _send(response, None if e is None else feed_json(e))
+            await response.write(b"event: end\ndata: {}\n\n")
     return response

@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from application.councils import CouncilAgentView, CouncilView
 from application.listing import DeliberationListing
 from application.queries import DeliberationQueries, LocalGraphReader
 from application.replay import replay
@@ -84,6 +85,17 @@ async def console(
                 await browser.close()
 
 
+class _Councils:
+    """The councils read model as the council store will serve it (one QA council)."""
+
+    async def list_councils(self) -> list[CouncilView]:
+        agent = CouncilAgentView("qa-agent-1", "QA", model="qwen3")
+        return [CouncilView("council-qa", "QA", agents=[agent], version=4)]
+
+    async def council(self, role: str) -> CouncilView | None:
+        return (await self.list_councils())[0] if role == "QA" else None
+
+
 async def _finished(client: FleetClient, task_id: str) -> Any:
     async def done() -> Any:
         r = await client.result(task_id)
@@ -99,6 +111,13 @@ async def test_pages_carry_a_strict_content_security_policy(console: Console) ->
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert "unsafe-inline" not in csp
         assert r.headers["X-Content-Type-Options"] == "nosniff"
+        bad = {"status": "NOPE", "role": "WIZARD", "after": "yesterday", "page_size": "9999"}
+        for field, value in bad.items():
+            query = f"{field}={value}"
+            async with http.get(f"{console.url}api/deliberations?{query}") as r:
+                assert r.status == 400 and (await r.json())["error"].startswith(field), query
+        async with http.get(f"{console.url}api/deliberations/never-asked") as r:
+            assert r.status == 404
 
 
 async def test_the_list_grows_live_when_a_deliberation_lands(console: Console) -> None:
@@ -306,6 +325,16 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
 
     page = await console.page("#/councils")
     await page.locator("#no-councils").wait_for()  # this node serves no council directory
+    web = console.node.servers["web"]
+    assert isinstance(web, WebConsole)
+    with_councils = WebConsole(web.services, councils=_Councils())
+    url = await with_councils.start("127.0.0.1", 0)
+    try:
+        page = await console.page("#/councils", url=url)
+        text = await page.locator("main .card", has_text="QA council").inner_text()
+        assert "qa-agent-1" in text and "qwen3" in text and "v4" in text
+    finally:
+        await with_councils.shutdown()
 
     page = await console.page("#/projections")
     await page.locator("#projections tbody tr").first.wait_for()
