@@ -34,6 +34,7 @@ WHERE d.created_at IS NOT NULL
   AND ($status = '' OR d.status = $status)
   AND ($role = '' OR d.role = $role)
   AND ($plan_id = '' OR d.plan_id = $plan_id)
+  AND ($story_id = '' OR d.story_id = $story_id)
   AND ($after = '' OR d.created_at >= $after)
   AND ($before = '' OR d.created_at < $before)
   AND ($cursor_at = '' OR d.created_at < $cursor_at
@@ -59,6 +60,7 @@ class ListFilter:
     """A DeliberationStatus value (e.g. ``COMPLETED``); empty: any."""
     role: str = ""
     plan_id: str = ""
+    story_id: str = ""
     created_after: datetime | None = None
     """Inclusive."""
     created_before: datetime | None = None
@@ -69,6 +71,7 @@ class ListFilter:
             "status": self.status,
             "role": Role.parse(self.role).value if self.role else "",
             "plan_id": self.plan_id,
+            "story_id": self.story_id,
             "after": _iso(self.created_after),
             "before": _iso(self.created_before),
         }

@@ -145,7 +145,7 @@ class FleetNode:
                 await self._open_api()
             await self._stage("event store (JetStream)", self._start_event_store)
             board, graph = None, None
-            if runs & {"api", "projectors"}:
+            if runs & {"api", "projectors", "web"}:
                 board, graph = await self._stage("projections", self._start_projections)
             assert self.store is not None and self.app is not None
             self.queries = DeliberationQueries(
@@ -186,6 +186,8 @@ class FleetNode:
                 if not api_first:
                     await self._open_api()
                 await self._stage("gRPC API", lambda: self._start_api(graph))
+            if "web" in runs:
+                await self._stage("web console", lambda: self._start_web(graph))
             self._write_run_file()
         except BaseException:
             await self.stop()
@@ -358,7 +360,7 @@ class FleetNode:
         """The watch hub (one fan-out of the event feed) and the metrics it feeds."""
         s = self.settings
         assert self.app is not None and self.store is not None
-        if "api" not in s.runs and not s.metrics_port:
+        if not s.runs & {"api", "web"} and not s.metrics_port:
             return
         app = self.app
         head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
@@ -399,11 +401,11 @@ class FleetNode:
         self.servers["grpc"] = self._grpc = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
-    async def _start_api(self, graph: GraphReader | None) -> None:
-        """Bind the RPCs to the node's parts and say SERVING."""
+    def _api_services(self, graph: GraphReader | None) -> ApiServices:
+        """What the RPCs (and the web console, which runs them in process) work with."""
         s = self.settings
-        assert self.queries is not None and self.hub is not None and self._grpc is not None
-        services = ApiServices(
+        assert self.queries is not None and self.hub is not None
+        return ApiServices(
             self._observed_store(),
             self.queries,
             default_timeout_s=s.deliberation_timeout,
@@ -413,14 +415,48 @@ class FleetNode:
             endpoints=self.endpoints,
             plan_options=plan_options(s),
         )
+
+    async def _start_api(self, graph: GraphReader | None) -> None:
+        """Bind the RPCs to the node's parts and say SERVING."""
+        assert self._grpc is not None and self.hub is not None
         server = self._grpc
-        server.servicer.bind(services)
+        server.servicer.bind(self._api_services(graph))
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
         # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
         # another node") instead of holding the grace period.
         self._stack.push_async_callback(server.shutdown)
         self._stack.callback(self.hub.release_watchers)
         await server.ready()
+
+    async def _start_web(self, graph: GraphReader | None) -> None:
+        """The web console, behind the API's token and TLS settings.
+
+        A taken port is a warning, not a failed node: the console is a window on the system, and
+        the parts that do the work should not stop for want of it.
+        """
+        from fleet.web import WebConsole
+        from fleet.web.tls import server_context
+
+        s = self.settings
+        if s.api_token == "" and s.web_host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning("web console on %s without FLEET_API_TOKEN: anyone who reaches it can "
+                        "act on deliberations", s.web_host)  # fmt: skip
+        console = WebConsole(self._api_services(graph), token=s.api_token)
+        context = None
+        if s.tls_cert_file is not None and s.tls_key_file is not None:
+            context = server_context(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)
+        try:
+            url = await console.start(s.web_host, s.web_port, ssl_context=context)
+        except OSError as e:
+            log.warning("web console not started: cannot listen on %s:%s (%s)",
+                        s.web_host, s.web_port, e.strerror or e)  # fmt: skip
+            await console.shutdown()
+            return
+        self._stack.push_async_callback(console.shutdown)
+        assert self.hub is not None
+        self._stack.callback(self.hub.release_watchers)  # live pages end first, then the server
+        self.servers["web"] = console
+        self.endpoints.web = url
 
     def _write_run_file(self) -> None:
         path = self.settings.data_dir / RUN_FILE

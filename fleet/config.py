@@ -19,7 +19,9 @@ EMBEDDED_MODEL_ALIAS = "gemma-3-270m"
 DEFAULT_REMOTE_MODEL = "Qwen/Qwen3-0.6B"
 
 
-COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents"})
+DEFAULT_WEB_PORT = 8470
+"""``fleet up``'s web console port (``FLEET_WEB_PORT``); 0 picks a free one."""
+COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents", "web"})
 THINKING_MODES = ("auto", "on", "off")
 """``FLEET_LLM_THINKING`` (``agent_runtime.openai_client.THINKING_MODES``; settings import no
 agent code, so the names are repeated here and a test keeps the two equal)."""
@@ -104,7 +106,11 @@ class Settings:
     turns it off; ``off`` asks every call without thinking (``chat_template_kwargs``)."""
     components: frozenset[str] = COMPONENTS
     """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
-    agents. The event store is always connected; ``dispatcher`` implies ``agents``."""
+    agents, web. The event store is always connected; ``dispatcher`` implies ``agents``."""
+    web_host: str = "127.0.0.1"
+    """Where the web console listens (``FLEET_WEB_HOST``): loopback unless asked otherwise."""
+    web_port: int = 0
+    """The web console's port; 0: a free one (``from_env`` defaults it to ``DEFAULT_WEB_PORT``)."""
     metrics_port: int = 0
     """Prometheus metrics over HTTP on this port; 0: off."""
     metrics_host: str = "127.0.0.1"
@@ -200,6 +206,8 @@ class Settings:
             llm_max_tokens=_int(e, 384 if vllm_url else 128, "FLEET_LLM_MAX_TOKENS"),
             llm_thinking=(_first(e, "FLEET_LLM_THINKING") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
+            web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
+            web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),
             metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),
             metrics_host=_first(e, "FLEET_METRICS_HOST") or "127.0.0.1",
             tls_cert_file=_path(_first(e, "FLEET_TLS_CERT")),
@@ -242,6 +250,8 @@ class Settings:
             raise ConfigError(f"FLEET_ACTORS_PER_ROLE={self.actors_per_role} not in 1..16")
         if self.stream_replicas not in (1, 3, 5):
             raise ConfigError(f"FLEET_STREAM_REPLICAS={self.stream_replicas} must be 1, 3 or 5")
+        if not 0 <= self.web_port < 65536:
+            raise ConfigError(f"FLEET_WEB_PORT={self.web_port} is not a port (0: a free one)")
         if not 0 <= self.metrics_port < 65536:
             raise ConfigError(f"FLEET_METRICS_PORT={self.metrics_port} is not a port (0: off)")
         unknown = set(self.components) - COMPONENTS

@@ -51,6 +51,8 @@ async def run_demo(settings: Settings, console: Console) -> None:
         from fleet.client import ClientSecurity, FleetClient
 
         console.print(render.endpoints(node.endpoints, node.stage_seconds))
+        if node.endpoints.web:
+            console.print(f"web console: [bold]{node.endpoints.web}[/] (open it to watch)")
         task_id = "demo-" + datetime.now(tz=UTC).strftime("%Y%m%dT%H%M%S")
         # The demo's node is this process's: it knows the token (TLS is for remote clients).
         security = ClientSecurity(token=settings.api_token)

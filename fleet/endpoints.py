@@ -21,5 +21,7 @@ class Endpoints:
     model: str = ""
     ray: str = ""
     metrics: str = ""
+    web: str = ""
+    """The web console's URL."""
     components: str = ""
     pid: int = field(default_factory=os.getpid)

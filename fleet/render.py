@@ -229,6 +229,7 @@ def endpoints(e: Endpoints, times: Mapping[str, float]) -> Group:
         ("LLM", f"{e.llm_url} model {e.model}" if e.llm_url else "", times.get("LLM endpoint")),
         ("agents" if "NATS" in e.ray else "Ray", e.ray, times.get("agents (Ray)")),
         ("metrics", e.metrics or "off (FLEET_METRICS_PORT)", None),
+        ("web console", e.web, times.get("web console")),
     ]
     runs = set(e.components.split(",")) if e.components else None
     for part, where, dt in rows:

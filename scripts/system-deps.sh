@@ -2,6 +2,13 @@
 # Install what a fresh machine lacks outside Python: a Valkey/Redis server binary for the cache
 # (tests start their own private instance on a free loopback port; Fleet never uses the system's).
 set -euo pipefail
+# The web console's browser tests drive Debian's headless Chromium (Playwright cannot download its
+# own browser everywhere); without it they are skipped. Installed once, as root only.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing chromium and chromium-driver (for the web console's browser tests)…"
+  (apt-get update -qq >/dev/null && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+    echo "note: could not install chromium; the web console's browser tests will be skipped" >&2
+fi
 if command -v valkey-server >/dev/null 2>&1 || command -v redis-server >/dev/null 2>&1; then
   exit 0
 fi

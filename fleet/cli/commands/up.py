@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
     up.add_argument("--grpc-host")
     up.add_argument(
         "--components",
-        help="parts to run, comma-separated: api,dispatcher,projectors,agents (default all; "
+        help="parts to run, comma-separated: api,dispatcher,projectors,agents,web (default all; "
         "FLEET_COMPONENTS). dispatcher implies agents; the event store is always connected",
     )
     up.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (0: off)")

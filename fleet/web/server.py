@@ -1,0 +1,337 @@
+"""The web console: an aiohttp app served by the node, next to the gRPC API and behind its token.
+
+It is a client of the same parts the API serves (``ApiServices``): actions and node status go
+through the very servicer methods the RPCs run (``_calls``), so a submit from the browser is
+validated, authorised and recorded exactly as a ``Deliberate`` call is; reads of one
+deliberation fold its events (``application.timeline``), the list pages over the history graph
+(``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
+is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
+
+Loop affinity: the node's loop (``start`` and ``shutdown`` on it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from google.protobuf.json_format import MessageToDict
+
+from aggregates import DeliberationStatus, InvalidDeliberationError, deliberation_id
+from application.councils import CouncilDirectory
+from application.listing import MAX_PAGE_SIZE, ListFilter
+from fleet.grpc._services import ApiServices
+from fleet.grpc.server import OrchestratorServicer
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.web import _live, _present
+from fleet.web._calls import WebRefused, call
+from fleet.web._security import error, security_headers, token_check
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+DEFAULT_PORT = 8470
+COUNTS = """
+MATCH (d:Deliberation) WHERE d.created_at IS NOT NULL
+RETURN d.status AS status, d.role AS role, count(d) AS n
+"""
+PLANS = """
+MATCH (d:Deliberation) WHERE d.plan_id IS NOT NULL AND d.plan_id <> ''
+RETURN d.plan_id AS plan_id, d.story_id AS story_id, d.role AS role, d.status AS status,
+       d.task_id AS task_id, d.winner AS winner, d.created_at AS created_at
+ORDER BY created_at DESC
+"""
+
+
+class WebConsole:
+    """The console's HTTP server. ``councils`` is optional: without it the page says so."""
+
+    def __init__(
+        self,
+        services: ApiServices,
+        *,
+        token: str = "",
+        councils: CouncilDirectory | None = None,
+    ) -> None:
+        self.services = services
+        self._servicer = OrchestratorServicer(services)
+        self._councils = councils
+        self._token = token
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[security_headers, token_check(self._token)])
+        r = app.router
+        r.add_get("/", self._index)
+        r.add_static("/static/", STATIC, append_version=False)
+        r.add_get("/api/deliberations", self._list)
+        r.add_post("/api/deliberations", self._submit)
+        r.add_get("/api/deliberations/{task_id}", self._detail)
+        r.add_get("/api/deliberations/{task_id}/result", self._result)
+        r.add_get("/api/deliberations/{task_id}/stream", self._stream_one)
+        r.add_post("/api/deliberations/{task_id}/cancel", self._cancel)
+        r.add_get("/api/plans", self._plans)
+        r.add_post("/api/plans", self._approve)
+        r.add_get("/api/councils", self._list_councils)
+        r.add_get("/api/status", self._status)
+        r.add_post("/api/projections/verify", self._verify)
+        r.add_post("/api/query", self._query)
+        r.add_get("/api/stream", self._stream_all)
+        return app
+
+    async def start(
+        self, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None
+    ) -> str:
+        """Listen on ``host:port`` (0: a free port) and return the console's URL."""
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await site.start()
+        bound = self._runner.addresses[0][1]
+        scheme = "https" if ssl_context else "http"
+        self.url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound}/"
+        return self.url
+
+    async def shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ------------------------------------------------------------------------------ pages
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / "index.html")
+
+    async def _list(self, request: web.Request) -> web.Response:
+        """One page of ``fleet list``, newest first, with the counts by status and role."""
+        listing = self.services.listing
+        if listing is None:
+            return error(503, "this node does not serve the deliberation list")
+        q = request.query
+        try:
+            f = list_filter(q)
+            size = _int(q, "page_size", 50)
+            page = await listing.list(f, page_size=size, page_token=q.get("page_token", ""))
+        except InvalidDeliberationError as e:
+            return error(400, str(e))
+        body: dict[str, Any] = {
+            "items": [_present.summary_json(s) for s in page.items],
+            "next_token": page.next_token,
+        }
+        if q.get("counts", "1") != "0":
+            body["counts"] = await self._counts()
+        return web.json_response(body)
+
+    async def _counts(self) -> dict[str, dict[str, int]]:
+        result = await self.services.queries.cypher(COUNTS, {}, 0)
+        by_status: dict[str, int] = {}
+        by_role: dict[str, int] = {}
+        for row in result.rows:
+            n = int(row.get("n") or 0)
+            s, r = str(row.get("status") or ""), str(row.get("role") or "")
+            by_status[s] = by_status.get(s, 0) + n
+            by_role[r] = by_role.get(r, 0) + n
+        return {"status": by_status, "role": by_role}
+
+    async def _detail(self, request: web.Request) -> web.Response:
+        """The deliberation folded to ``?to_version=`` (default: its latest version)."""
+        task = request.match_info["task_id"]
+        to_version = _int(request.query, "to_version", 0)
+        try:
+            full = await self.services.queries.history(task)
+            latest = full.entries[-1].version if full.entries else 0
+            h = full if not to_version else await self.services.queries.history(task, to_version)
+        except InvalidDeliberationError as e:
+            return error(400, str(e))
+        except LookupError as e:
+            return error(404, str(e.args[0]) if e.args else "not found")
+        return web.json_response(_present.detail(h, latest))
+
+    async def _result(self, request: web.Request) -> web.Response:
+        """GetDeliberationResult, as the API answers it (JSON of the proto message)."""
+        req = pb.GetDeliberationResultRequest(task_id=request.match_info["task_id"])
+        return await self._rpc(self._servicer.GetDeliberationResult, req)
+
+    async def _plans(self, request: web.Request) -> web.Response:
+        """Plans with their story and their deliberations per role (from the history graph)."""
+        result = await self.services.queries.cypher(PLANS, {}, 0)
+        plans: dict[str, dict[str, Any]] = {}
+        for row in result.rows:
+            p = plans.setdefault(
+                str(row["plan_id"]),
+                {"plan_id": row["plan_id"], "story_id": row.get("story_id") or "", "roles": {}},
+            )
+            p["roles"].setdefault(str(row.get("role") or ""), []).append(
+                {k: row.get(k) or "" for k in ("task_id", "status", "winner", "created_at")}
+            )
+        return web.json_response({"plans": list(plans.values()), "truncated": result.truncated})
+
+    async def _list_councils(self, request: web.Request) -> web.Response:
+        if self._councils is None:
+            return web.json_response({"councils": [], "served": False})
+        councils = await self._councils.list_councils()
+        return web.json_response(
+            {"councils": [_present.plain_dataclass(c) for c in councils], "served": True}
+        )
+
+    async def _status(self, request: web.Request) -> web.Response:
+        return await self._rpc(self._servicer.GetNodeStatus, pb.GetNodeStatusRequest())
+
+    async def _query(self, request: web.Request) -> web.Response:
+        """QueryHistory: read-only Cypher with its guard, row and time limits."""
+        body = await _json_body(request)
+        params = body.get("params") or {}
+        if not isinstance(params, dict):
+            return error(400, "params: must be a JSON object")
+        req = pb.QueryHistoryRequest(
+            cypher=str(body.get("cypher", "")),
+            params_json={str(k): json.dumps(v) for k, v in params.items()},
+            limit=_int(body, "limit", 0),
+        )
+        return await self._rpc(self._servicer.QueryHistory, req)
+
+    # ---------------------------------------------------------------------------- actions
+
+    async def _submit(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        constraints = pb.TaskConstraints(
+            requirements=[str(r) for r in body.get("requirements") or []],
+            timeout_seconds=_int(body, "timeout_seconds", 0),
+        )
+        tests = str(body.get("acceptance_tests") or "")
+        if tests:
+            constraints.metadata["acceptance_tests"] = tests
+        req = pb.DeliberateRequest(
+            task_id=str(body.get("task_id") or ""),
+            task_description=str(body.get("task") or ""),
+            role=str(body.get("role") or ""),
+            num_agents=_int(body, "num_agents", 0),
+            rounds=_int(body, "rounds", 0),
+            constraints=constraints,
+        )
+        return await self._rpc(self._servicer.Deliberate, req)
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        req = pb.CancelDeliberationRequest(
+            task_id=request.match_info["task_id"], reason=str(body.get("reason") or "")
+        )
+        return await self._rpc(self._servicer.CancelDeliberation, req)
+
+    async def _approve(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        req = pb.ApprovePlanRequest(
+            plan_id=str(body.get("plan_id") or ""),
+            story_id=str(body.get("story_id") or ""),
+            approved_by=str(body.get("approved_by") or "web console"),
+            roles=[str(r) for r in body.get("roles") or []],
+            description=str(body.get("description") or ""),
+            tasks=[str(t) for t in body.get("tasks") or []],
+        )
+        return await self._rpc(self._servicer.ApprovePlan, req)
+
+    async def _verify(self, request: web.Request) -> web.Response:
+        return await self._rpc(self._servicer.VerifyProjections, pb.VerifyProjectionsRequest())
+
+    # ------------------------------------------------------------------------------- live
+
+    async def _stream_all(self, request: web.Request) -> web.StreamResponse:
+        if self.services.watch is None:
+            return error(503, "this node does not serve live events")
+        return await _live.stream_all(request, self.services.watch)
+
+    async def _stream_one(self, request: web.Request) -> web.StreamResponse:
+        if self.services.watch is None:
+            return error(503, "this node does not serve live events")
+        task = request.match_info["task_id"]
+        try:
+            d_id = deliberation_id(task)
+            await self.services.store.get(d_id)  # a 404 before the stream opens, not inside it
+        except InvalidDeliberationError as e:
+            return error(400, str(e))
+        except LookupError as e:
+            return error(404, str(e.args[0]) if e.args else "not found")
+        return await _live.stream_one(request, self.services.watch, d_id)
+
+    async def _rpc(self, method: Any, req: Any) -> web.Response:
+        try:
+            response = await call(method, req)
+        except WebRefused as e:
+            return error(e.http_status, e.message)
+        return web.json_response(
+            MessageToDict(
+                response,
+                preserving_proto_field_name=True,
+                always_print_fields_with_no_presence=True,
+            )
+        )
+
+
+def list_filter(q: Any) -> ListFilter:
+    """``fleet list``'s filters from query parameters; a bad one names itself."""
+    status = str(q.get("status", "")).upper()
+    if status and status not in DeliberationStatus.__members__:
+        choices = ", ".join(DeliberationStatus.__members__)
+        raise InvalidDeliberationError("status", f"{status!r} is not one of {choices}")
+    after, before = _when(q, "after"), _when(q, "before")
+    if after and before and after >= before:
+        raise InvalidDeliberationError("before", "must be after 'after'")
+    f = ListFilter(
+        status=status,
+        role=str(q.get("role", "")),
+        plan_id=str(q.get("plan", "")),
+        story_id=str(q.get("story", "")),
+        created_after=after,
+        created_before=before,
+    )
+    f.params()  # validates the role
+    return f
+
+
+def _when(q: Any, name: str) -> datetime | None:
+    raw = str(q.get(name, "")).strip()
+    if not raw:
+        return None
+    try:
+        t = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidDeliberationError(name, f"{raw!r} is not an ISO-8601 time") from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _int(source: Any, name: str, default: int) -> int:
+    raw = source.get(name, default)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"{name}: {raw!r} is not an integer"}),
+            content_type="application/json",
+        ) from None
+    if name == "page_size" and not 0 <= value <= MAX_PAGE_SIZE:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"page_size: {value} not in 0..{MAX_PAGE_SIZE}"}),
+            content_type="application/json",
+        )
+    return value
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "body: not JSON"}), content_type="application/json"
+        ) from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "body: must be a JSON object"}),
+            content_type="application/json",
+        )
+    return body
