@@ -66,13 +66,16 @@ class AgentTurn:
         return f"{self.deliberation_id}:{self.round}:{self.agent_id}"
 
 
-REVIEW_PURPOSES = ("critique", "rate")
+REVIEW_PURPOSES = ("critique", "rate", "select")
+"""``select``: an architect chooses the winner among candidates (``agent_runtime.architect``)."""
 
 
 @dataclass(frozen=True)
 class ReviewInput:
     """One agent reviews its peers' proposals: critiques them before a revise round
-    (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``)."""
+    (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``); or an
+    ARCHITECT agent chooses the winner among the top candidates (``purpose="select"``, ``role``
+    ARCHITECT: see ``agent_runtime.architect``)."""
 
     deliberation_id: str
     agent_id: str

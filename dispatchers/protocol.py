@@ -40,6 +40,7 @@ from aggregates import (
     DuplicateProposalError,
 )
 from application.ports import DeliberationStore
+from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
 from dispatchers.councils import Councils
 
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
@@ -61,9 +62,14 @@ class DispatcherOptions:
     peer_review: bool = True
     """Agents rate each other's final proposals, and the ratings weigh in the score."""
     councils: Councils = field(default_factory=Councils)
+    architect_agent: str = "architect-agent-1"
+    """The ARCHITECT council's agent that chooses an orchestration's winner (``architect``)."""
+    architect_timeout_s: float = 60.0
+    """Upper bound for the architect's call (less when the deadline is nearer): then the
+    highest score wins, and the fallback says why."""
 
 
-class DeliberationProtocol:
+class DeliberationProtocol(ArchitectStep):
     """The steps of driving one deliberation; ``DeliberationDispatcher`` is the one class that
     uses them (a mixin, so the two parts share the driver's state without passing it around).
 
@@ -103,9 +109,14 @@ class DeliberationProtocol:
         if d.is_terminal:
             return
         last: list[Callable[[Deliberation], object]] = []
-        if self._options.peer_review and len(d.final_proposals()) >= 2:
+        if self._peer_review(d) and len(d.final_proposals()) >= 2:
             last = await self._rate(d)
         await self._conclude(d, last)
+
+    def _peer_review(self, d: Deliberation) -> bool:
+        """Peers rate the final proposals: on in this dispatcher, and not turned off by the
+        client for this deliberation (Orchestrate's ``enable_peer_review``)."""
+        return self._options.peer_review and d.peer_review
 
     def _rate_after(
         self, d: Deliberation, round_no: int, asked: Sequence[AgentId]
@@ -114,7 +125,7 @@ class DeliberationProtocol:
         agents, when their answers will be the final proposals that ``_rate`` asks each of them
         to rate (the last round, peer review on, every agent with a proposal asked again);
         empty otherwise, so a runtime never starts a rating that will not be asked for."""
-        if not self._options.peer_review or round_no != d.rounds - 1 or len(asked) < 2:
+        if not self._peer_review(d) or round_no != d.rounds - 1 or len(asked) < 2:
             return ()
         if not set(d.final_proposals()) <= set(asked):
             return ()
@@ -174,7 +185,7 @@ class DeliberationProtocol:
             candidates=tuple(
                 Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
             ),
-            peer_review=self._options.peer_review and len(final) >= 2,
+            peer_review=self._peer_review(d) and len(final) >= 2,
         )
 
     def _precheck(self, d: Deliberation) -> None:
@@ -207,19 +218,21 @@ class DeliberationProtocol:
         """
         request = self._assessment(d)
         assessments = [] if request is None else await self._runtime.assess(request)
-        changes = [*ratings, *_scores(assessments, basis=request), _complete]
+        changes = [*ratings, *_scores(assessments, basis=request), *_decision(d)]
         await self._started(d.id)
         await self._answers_stored(d.id)  # the proposals and earlier ratings: long done, mostly
         try:
             await self._store.update_in_order(d.id, changes)
-            return
         except DeliberationClosedError:
             raise
         except Exception as e:  # a refused part: the stored state decides
             log.info("deliberation %s: scoring again from the stored state (%s)", d.id, e)
-        d = await self._store.last_known(d.id)  # every answer is stored: awaited above
-        if not d.is_terminal:
-            await self._score_and_complete(d)
+            d = await self._store.last_known(d.id)  # every answer is stored: awaited above
+            if not d.is_terminal:
+                await self._score_and_complete(d)
+            return
+        if d.architect_k > 0:
+            await self._select_and_complete(d.id)
 
     async def _score_and_complete(self, d: Deliberation) -> None:
         """Score ``d`` as stored, then decide (each score, then Completed, in this order)."""
@@ -230,9 +243,29 @@ class DeliberationProtocol:
         # dispatcher completes from. Separate one-event writes rather than one atomic batch:
         # batches are serialised per stream, and fifty deliberations finishing together would
         # queue behind each other.
-        await self._store.update_in_order(d.id, [*_scores(assessments, basis=None), _complete])
+        await self._store.update_in_order(d.id, [*_scores(assessments, basis=None), *_decision(d)])
+        if d.architect_k > 0:
+            await self._select_and_complete(d.id)
 
     # ------------------------------------------------------------------ agent calls
+
+    def _architect_request(self, d: Deliberation, candidates: tuple[Candidate, ...]) -> ReviewInput:
+        o = self._options
+        return ReviewInput(
+            deliberation_id=str(d.id),
+            agent_id=o.architect_agent,
+            role="ARCHITECT",
+            round=d.rounds - 1,
+            purpose=SELECT,
+            task=d.task,
+            rubric=d.rubric,
+            requirements=tuple(d.requirements),
+            candidates=candidates,
+            sampling=o.councils.sampling("ARCHITECT", 0, o.model, o.max_tokens),
+            timeout_s=architect_timeout(
+                min(o.architect_timeout_s, o.call_timeout_s), d.deadline, self._clock()
+            ),
+        )
 
     def _sampling_for(self, d: Deliberation, agent: AgentId) -> Sampling:
         index = d.agents.index(agent)
@@ -458,6 +491,12 @@ def _require_assessed(d: Deliberation, basis: AssessmentInput) -> None:
 
 def _complete(d: Deliberation) -> None:
     d.complete()
+
+
+def _decision(d: Deliberation) -> list[Callable[[Deliberation], None]]:
+    """The decision that follows the scores at once: none in an orchestration with an architect
+    (its step, ``ArchitectStep``, comes between)."""
+    return [] if d.architect_k > 0 else [_complete]
 
 
 def start_change(d: Deliberation) -> Deliberation:
