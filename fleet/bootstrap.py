@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -34,8 +35,10 @@ from application.queries import (
     StatusBoard,
     recorder_latest_version,
 )
+from application.stats import StatsFollower
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
+from dispatchers.councils import startup_councils
 from fleet.agents import make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.endpoints import Endpoints
@@ -53,7 +56,7 @@ from fleet.projection_service import (
     RemoteProjections,
     subject,
 )
-from fleet.run_dispatcher import plan_options, start_dispatch
+from fleet.run_dispatcher import load_councils, plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from natsio import servers
 from projectors.control import Projections
@@ -99,6 +102,8 @@ class FleetNode:
         self.settings = settings
         self.endpoints = Endpoints()
         self.stage_seconds: dict[str, float] = {}
+        self.started_at = datetime.now(tz=UTC)
+        """When this node was made (GetStatus's uptime counts from it)."""
         self._on_stage = on_stage
         self._stack = contextlib.AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
@@ -403,6 +408,10 @@ class FleetNode:
         """Bind the RPCs to the node's parts and say SERVING."""
         s = self.settings
         assert self.queries is not None and self.hub is not None and self._grpc is not None
+        assert self.app is not None
+        stats = StatsFollower(ApplicationEventFeed(self.app))  # GetStatus's and GetMetrics' fold
+        await self._stack.enter_async_context(stats)
+        self.watch("deliberation stats", stats)
         services = ApiServices(
             self._observed_store(),
             self.queries,
@@ -412,6 +421,11 @@ class FleetNode:
             projections=self.control,
             endpoints=self.endpoints,
             plan_options=plan_options(s),
+            startup_councils=tuple(
+                startup_councils(load_councils(s.councils), model=self.endpoints.model or "")
+            ),
+            stats=stats,
+            started_at=self.started_at,
         )
         server = self._grpc
         server.servicer.bind(services)

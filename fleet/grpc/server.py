@@ -21,7 +21,9 @@ from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
+from fleet.grpc.rpc_orchestration import OrchestrationRpcs
 from fleet.grpc.rpc_plans import PlanRpcs
+from fleet.grpc.rpc_seed_status import SeedStatusRpcs
 from fleet.grpc.rpc_status import StatusRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
@@ -40,7 +42,13 @@ class ListenError(OSError):
 
 
 class OrchestratorServicer(
-    DeliberationRpcs, HistoryRpcs, PlanRpcs, StatusRpcs, pb_grpc.OrchestratorServiceServicer
+    DeliberationRpcs,
+    HistoryRpcs,
+    PlanRpcs,
+    StatusRpcs,
+    OrchestrationRpcs,
+    SeedStatusRpcs,
+    pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented
     answers UNIMPLEMENTED (the generated base class).
