@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from agent_runtime.api import AgentRuntime
+from agent_runtime.api import AgentRuntime, Sampling
 from aggregates import Role
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
@@ -39,6 +39,7 @@ from application.stats import StatsFollower
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
 from dispatchers.councils import startup_councils
+from dispatchers.derivation import DerivationOptions
 from fleet.agents import make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.endpoints import Endpoints
@@ -119,6 +120,8 @@ class FleetNode:
         self._grpc: GrpcServer | None = None
         self.metrics: FleetMetrics | None = None
         self.hub: WatchHub | None = None
+        self.runtime: AgentRuntime | None = None
+        """The agents, when this process runs them (DeriveSubtasks asks them too)."""
         self.traces = TraceContexts()
         """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
         self._watched: dict[str, BackgroundPart] = {}
@@ -160,6 +163,7 @@ class FleetNode:
             if "agents" in runs:
                 await self._stage("LLM endpoint", self._start_llm)
                 runtime = await self._stage("agents (Ray)", self._start_agents)
+                self.runtime = runtime
             if "dispatcher" in runs:
                 app = self.app
                 parts = await start_dispatch(
@@ -426,6 +430,12 @@ class FleetNode:
             ),
             stats=stats,
             started_at=self.started_at,
+            records=self.store,
+            runtime=self.runtime,
+            derivation=DerivationOptions(
+                Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
+                s.agent_call_timeout,
+            ),
         )
         server = self._grpc
         server.servicer.bind(services)

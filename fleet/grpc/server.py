@@ -22,6 +22,7 @@ from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
 from fleet.grpc.rpc_orchestration import OrchestrationRpcs
+from fleet.grpc.rpc_planning import PlanningRpcs
 from fleet.grpc.rpc_plans import PlanRpcs
 from fleet.grpc.rpc_seed_status import SeedStatusRpcs
 from fleet.grpc.rpc_status import StatusRpcs
@@ -48,6 +49,7 @@ class OrchestratorServicer(
     StatusRpcs,
     OrchestrationRpcs,
     SeedStatusRpcs,
+    PlanningRpcs,
     pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented

@@ -145,9 +145,7 @@ async def test_orchestrate_status_metrics_and_backlog_review(
 
             m = await c.stub.GetMetrics(pb.GetMetricsRequest(metric_type="all"))
             durations = [got.duration_ms, fell.duration_ms]
-            assert m.performance.avg_orchestration_ms == pytest.approx(
-                sum(durations) / 2, abs=1.0
-            )
+            assert m.performance.avg_orchestration_ms == pytest.approx(sum(durations) / 2, abs=1.0)
             assert m.performance.p99_latency_ms == pytest.approx(max(durations), abs=1.0)
             assert m.agents.total_agents == 15 and m.agents.agents_per_role["DEV"] == 3
             assert m.agents.active_agents == 3  # the three DEV agents answered
