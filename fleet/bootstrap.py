@@ -430,7 +430,7 @@ class FleetNode:
             ),
             stats=stats,
             started_at=self.started_at,
-            records=self.store,
+            records=self._observed_store(),
             runtime=self.runtime,
             derivation=DerivationOptions(
                 Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
