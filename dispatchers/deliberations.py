@@ -61,6 +61,7 @@ from aggregates import (
     DeliberationStatus,
 )
 from application.ports import DeliberationStore, EventFeed
+from dispatchers.context import ContextSource
 from dispatchers.ports import Claim, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
@@ -105,8 +106,11 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         clock: Callable[[], datetime] = utc_now,
         sampling: Callable[[str, int, str], Sampling] | None = None,
         work_queue: WorkQueue | None = None,
+        context: ContextSource | None = None,
     ) -> None:
         self._store = store
+        self._context = context
+        """Builds a story deliberation's context for its prompts (``dispatchers.context``)."""
         self._feed = feed
         self._runtime = runtime
         self._options = options or DispatcherOptions()

@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
-from uuid import UUID
 
 from agent_runtime.api import AgentRuntime, AgentTurn, Sampling
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
@@ -35,7 +34,8 @@ from aggregates.derivation import (
     Derivation,
     derivation_id,
 )
-from application.ports import DeliberationStore, RecordStore
+from application.ports import RecordStore
+from dispatchers.plans import PlanDeliberationStore
 
 __all__ = [
     "DEFAULT_TASKS_PER_ROLE",
@@ -55,8 +55,8 @@ TASK_CHARS = 500
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
 
 
-class DerivationStore(DeliberationStore, RecordStore, Protocol):
-    async def get_plan(self, plan_id: UUID) -> Plan: ...
+class DerivationStore(PlanDeliberationStore, RecordStore, Protocol):
+    """Deliberations, plans and other records: what a derivation reads and writes."""
 
 
 @dataclass(frozen=True)

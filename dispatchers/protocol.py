@@ -41,6 +41,7 @@ from aggregates import (
 )
 from application.ports import DeliberationStore
 from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
+from dispatchers.context import ContextSource
 from dispatchers.councils import Councils
 
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
@@ -81,6 +82,7 @@ class DeliberationProtocol(ArchitectStep):
     _options: DispatcherOptions
     _sampling: Callable[[str, int, str], Sampling] | None
     _clock: Callable[[], datetime]
+    _context: ContextSource | None
     _starting: dict[UUID, asyncio.Future[Deliberation]]
     _answers: dict[UUID, list[asyncio.Future[None]]]
 
@@ -249,6 +251,17 @@ class DeliberationProtocol(ArchitectStep):
 
     # ------------------------------------------------------------------ agent calls
 
+    async def _context_of(self, d: Deliberation) -> str:
+        """The story's context for ``d``'s prompts ("" without a story or a source). A failure
+        to build it costs the agents their context, never the deliberation."""
+        if self._context is None or not d.story_id:
+            return ""
+        try:
+            return await self._context.for_deliberation(d)
+        except Exception:
+            log.warning("deliberation %s: no story context", d.id, exc_info=True)
+            return ""
+
     def _architect_request(self, d: Deliberation, candidates: tuple[Candidate, ...]) -> ReviewInput:
         o = self._options
         return ReviewInput(
@@ -281,6 +294,7 @@ class DeliberationProtocol(ArchitectStep):
         peers = _latest(d, before_round=round_no)
         critiques = tuple(rv.text for rv in d.critiques_of(agent, round_no) if rv.text)
         turn = AgentTurn(
+            context=await self._context_of(d),
             deliberation_id=str(d.id),
             agent_id=agent,
             role=d.role.value,

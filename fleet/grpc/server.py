@@ -19,6 +19,7 @@ from grpc_reflection.v1alpha import reflection
 from application.errors import ServiceUnavailableError
 from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
+from fleet.grpc.rpc_context import ContextRpcs
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
 from fleet.grpc.rpc_orchestration import OrchestrationRpcs
@@ -50,6 +51,7 @@ class OrchestratorServicer(
     OrchestrationRpcs,
     SeedStatusRpcs,
     PlanningRpcs,
+    ContextRpcs,
     pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented

@@ -7,6 +7,7 @@ requests the tasks' deliberations when asked to publish.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -110,3 +112,51 @@ async def test_planning_events_and_subtask_derivation(
                 await c.stub.DeriveSubtasks(pb.DeriveSubtasksRequest(plan_id="PL-never"))
             assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
             assert "plan_id" in (err.value.details() or "")
+
+            # The plan's deliberations ran with the story's context in their agents' prompts.
+            async def ended(task_id: str) -> bool:
+                r = await c.stub.GetDeliberationResult(
+                    pb.GetDeliberationResultRequest(task_id=task_id)
+                )
+                return r.status in (pb.DELIBERATION_STATUS_COMPLETED, pb.DELIBERATION_STATUS_FAILED)
+
+            for task_id in approved.derived_task_ids:
+                await eventually(lambda t=task_id: ended(t), timeout=30, what=f"{task_id} ends")
+            prompts = [str(r["messages"]) for r in lg.requests if r.get("user") == "dev-agent-2"]
+            assert any("Context:" in p and "Story US-9 (phase BUILD)" in p for p in prompts)
+            await node.wait_projected()
+
+            # GetTaskContext: the story, its plan, the other role's decision, the timeline.
+            got = await c.stub.GetTaskContext(
+                pb.GetTaskContextRequest(task_id="plan:PL-9:QA", phase="test")
+            )
+            dev = await c.stub.GetDeliberationResult(
+                pb.GetDeliberationResultRequest(task_id="plan:PL-9:DEV")
+            )
+            assert "Role: QA." in got.blocks.system and "Phase: TEST." in got.blocks.system
+            assert "Story US-9 (phase BUILD)." in got.blocks.context
+            assert "Export invoices as CSV" in got.blocks.context
+            assert f"DEV (plan:PL-9:DEV): {dev.winner_id} won" in got.blocks.context
+            assert "sub:PL-9:DEV:1" in got.context_text  # the story's other deliberations too
+            assert "story moved DESIGN -> BUILD" in got.blocks.history
+            assert got.version_hash == hashlib.sha256(got.context_text.encode()).hexdigest()
+            assert got.token_count == -(-len(got.context_text) // 4) <= 2000
+            narrow = await c.stub.GetTaskContext(
+                pb.GetTaskContextRequest(
+                    story_id="US-9",
+                    role="DEV",
+                    options=pb.ContextOptions(
+                        include_timeline=True, include_decisions=False, max_events=1
+                    ),
+                )
+            )
+            assert "Decisions" not in narrow.context_text
+            assert len(narrow.blocks.history.splitlines()) == 1
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await c.stub.GetTaskContext(
+                    pb.GetTaskContextRequest(
+                        story_id="US-9", options=pb.ContextOptions(scopes=["gossip"])
+                    )
+                )
+            assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            assert "options.scopes" in (err.value.details() or "")

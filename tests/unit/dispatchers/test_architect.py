@@ -102,8 +102,8 @@ async def test_the_architects_choice_wins_over_the_highest_score() -> None:
     assert done.architect_id == "architect-agent-1" and not done.architect_fallback
     kinds = [type(e).__name__ for e in a.events.get(d.id)]
     assert kinds.count("ArchitectSelected") == 1
-    assert kinds.index("ProposalScored") < kinds.index("ArchitectSelected") < kinds.index(
-        "Completed"
+    assert (
+        kinds.index("ProposalScored") < kinds.index("ArchitectSelected") < kinds.index("Completed")
     )
     (call,) = rt.selections
     assert call.role == "ARCHITECT" and len(call.candidates) == 3
