@@ -7,6 +7,7 @@ a seed client decodes GetStatus with the seed's own message definitions.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import grpc
@@ -22,6 +23,7 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
+from tests.integration.fleet._cli import fleet
 from tests.support.deliberations import FIB_TASK
 
 pytestmark = pytest.mark.timeout(120)
@@ -157,6 +159,26 @@ async def test_orchestrate_status_metrics_and_backlog_review(
                 await c.stub.GetMetrics(pb.GetMetricsRequest(metric_type="speed"))
             assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
             assert "metric_type" in (bad.value.details() or "")
+
+            # The same from the command line, for people and (--json) for scripts.
+            address = ("--address", node.endpoints.grpc)
+            lg.modes_by_user.pop("architect-agent-1")
+            out = await fleet("orchestrate", FIB_TASK, "--task-id", "orch-cli", *address)
+            assert out.returncode == 0, out.stderr
+            assert "chosen by architect-agent-1: B is the clearest and correct" in out.stdout
+            out = await fleet("metrics", "--json", "--type", "performance", *address)
+            assert out.returncode == 0, out.stderr
+            assert set(json.loads(out.stdout)) == {"performance"}
+            out = await fleet("context", "orch-cli", "--json", *address)
+            assert out.returncode == 0, out.stderr
+            assert json.loads(out.stdout)["blocks"]["system"].startswith("Role: DEV.")
+            out = await fleet("orchestrate", "x", "--architect-k", "0", *address)
+            assert out.returncode == 2 and "--architect-k" in out.stderr
+
+            # The projections take the new events in their stride: rebuilt, they agree.
+            await node.wait_projected()
+            verified = await c.stub.VerifyProjections(pb.VerifyProjectionsRequest())
+            assert verified.deliberations >= 2 and not list(verified.differences)
 
             # Backlog review: the role and story come from the task id; bad ids name task_id.
             ok = await c.stub.DeliberateForBacklogReview(
