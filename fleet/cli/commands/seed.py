@@ -82,10 +82,12 @@ async def cmd_orchestrate(args: argparse.Namespace) -> None:
         f"winner [bold]{w.proposal.author_id}[/] (score {w.score:.2f})"
     )
     how = tags.get("selection", "")
-    if how == "architect":
-        console.print(f"chosen by {tags.get('architect_id', '')}: {tags['architect_rationale']}")
+    if how == "architect":  # model text: printed as text, never as markup
+        said = f"chosen by {tags.get('architect_id', '')}: {tags['architect_rationale']}"
+        console.print(said, markup=False, highlight=False)
     elif how == "fallback":
-        console.print(f"highest score (the architect gave no choice: {tags['fallback_reason']})")
+        said = f"highest score (the architect gave no choice: {tags['fallback_reason']})"
+        console.print(said, markup=False, highlight=False)
     for r in resp.candidates:
         console.print(f"  {r.proposal.author_id}  score {r.score:.2f}", markup=False)
     console.print(w.proposal.content, markup=False, highlight=False)
