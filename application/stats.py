@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -53,6 +53,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _TERMINAL = TERMINAL_EVENTS
+RETAINED = 100_000
+"""Ended deliberations and agent calls kept one by one (about 100 bytes each): windows and
+percentiles are over at most these; all-time counts and the all-time average are exact."""
 STATS_EVENTS: tuple[type[Any], ...] = (
     Deliberation.Requested,
     Deliberation.OrchestrationRequested,
@@ -100,9 +103,12 @@ class DeliberationStats:
     orchestrations: int = 0
     role_counts: Counter[str] = field(default_factory=Counter)
     open: dict[UUID, _Open] = field(default_factory=dict)
-    finished: list[Finished] = field(default_factory=list)
-    calls: list[AgentCall] = field(default_factory=list)
-    _roles: dict[UUID, str] = field(default_factory=dict)
+    finished: deque[Finished] = field(default_factory=lambda: deque(maxlen=RETAINED))
+    """The latest ``RETAINED`` ended deliberations (windows and percentiles read these)."""
+    calls: deque[AgentCall] = field(default_factory=lambda: deque(maxlen=RETAINED))
+    ended: int = 0
+    ended_ms: float = 0.0
+    """All-time count and total time of the ended deliberations (the all-time average)."""
 
     def apply(self, event: Any) -> None:
         d_id: UUID = event.originator_id
@@ -110,7 +116,6 @@ class DeliberationStats:
             self.total += 1
             self.role_counts[event.role] += 1
             self.open[d_id] = _Open(event.role, event.timestamp)
-            self._roles[d_id] = event.role
         elif isinstance(event, Deliberation.OrchestrationRequested):
             self.orchestrations += 1
             if d_id in self.open:
@@ -121,7 +126,8 @@ class DeliberationStats:
         elif isinstance(event, Deliberation.ProposalReceived | Deliberation.AgentFailed):
             ok = isinstance(event, Deliberation.ProposalReceived)
             latency = event.latency_ms if isinstance(event, Deliberation.ProposalReceived) else 0
-            role = self._roles.get(d_id, "")
+            o = self.open.get(d_id)  # calls are answered while it is open (late ones are not)
+            role = o.role if o is not None else ""
             self.calls.append(AgentCall(event.timestamp, event.agent_id, role, ok, latency))
         elif isinstance(event, _TERMINAL):
             o = self.open.pop(d_id, None)
@@ -129,6 +135,13 @@ class DeliberationStats:
                 ms = (event.timestamp - o.requested_at).total_seconds() * 1000
                 status = type(event).__name__
                 self.finished.append(Finished(event.timestamp, ms, o.role, o.orchestrated, status))
+                self.ended += 1
+                self.ended_ms += ms
+
+    @property
+    def avg_ms(self) -> float:
+        """The mean time of every deliberation that ever ended."""
+        return self.ended_ms / self.ended if self.ended else 0.0
 
     # ------------------------------------------------------------------ reads
 

@@ -16,7 +16,6 @@ from application.stats import (
     StatsFollower,
     agent_metrics,
     council_health,
-    mean,
     performance,
     since,
 )
@@ -59,7 +58,7 @@ class SeedStatusRpcs:
                 pb.OrchestratorStats(
                     total_deliberations=st.total,
                     total_orchestrations=st.orchestrations,
-                    avg_deliberation_time_ms=mean(f.duration_ms for f in st.finished),
+                    avg_deliberation_time_ms=st.avg_ms,
                     active_councils=sum(1 for c in councils if c.agents),
                     role_counts=dict(st.role_counts),
                 )
