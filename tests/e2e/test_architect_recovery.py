@@ -3,7 +3,9 @@ the next dispatcher asks the architect again and records its choice once, and th
 completes with that winner (no double selection, no agent asked to propose again).
 
 The dispatcher is a real child process (``fleet up --components dispatcher``) on a real
-nats-server; the endpoint is the load generator, whose architect first hangs, then answers.
+nats-server, its agent calls in its process or on NATS workers (the architect's call rides the
+same queue as every review); the endpoint is the load generator, whose architect first hangs,
+then answers.
 """
 
 from __future__ import annotations
@@ -30,15 +32,16 @@ def kinds(events: list[object]) -> list[str]:
     return [type(e).__name__ for e in events]
 
 
+@pytest.mark.parametrize("backend", ["in-process", "nats"])
 async def test_a_dispatcher_killed_mid_selection_is_finished_by_the_next_once(
-    tmp_path: Path, nats_url: str, nats_env: dict[str, str]
+    tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
 ) -> None:
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
     script = {ARCHITECT_ASK: '{"winner": "A", "rationale": "asked again, answered once"}'}
     async with LoadGenServer("scripted", script=script) as lg:
         lg.modes_by_user["architect-agent-1"] = "hang"
-        env = dispatcher_env(nats_url, nats_env["NATS_STREAM"], lg.url)
+        env = dispatcher_env(nats_url, nats_env["NATS_STREAM"], lg.url, backend)
         first = FleetProcess(tmp_path / "d1", "dispatcher", env)
         procs = [first]
         try:
