@@ -188,3 +188,21 @@ def test_the_architects_answer_is_parsed_tolerantly(answer: str, label: str | No
     got, note = parse_choice(answer, ["A", "B", "C"])
     assert got == label
     assert note
+
+
+def test_an_orchestrations_state_survives_a_snapshot() -> None:
+    from aggregates import AgentAnswer, AgentId
+
+    d = requested("arch-snap", num_agents=2)
+    d.orchestrate(architect_k=2, case_id="C-9")
+    d.start()
+    for i in (1, 2):
+        agent = AgentId(f"dev-agent-{i}")
+        d.receive_proposal(agent_id=agent, round=0, answer=AgentAnswer(f"p{i}", "m", 1, 1))
+        d.score(agent_id=agent, score=0.1 * i, checks=[])
+    d.select_by_architect(winner="dev-agent-1", rationale="r", architect_id="architect-agent-1")
+    back = Deliberation.Snapshot.take(d).mutate(None)
+    assert (back.architect_k, back.case_id, back.architect_winner) == (2, "C-9", "dev-agent-1")
+    assert back.architect_candidates == ("dev-agent-2", "dev-agent-1")
+    back.complete()
+    assert back.winner == "dev-agent-1"
