@@ -24,6 +24,7 @@ from uuid import UUID
 
 from agent_runtime.api import AgentRuntime, Candidate, ReviewInput
 from aggregates import AgentId, Deliberation, DuplicateProposalError
+from application.councils import CouncilDirectory
 from application.ports import DeliberationStore
 
 __all__ = ["ArchitectStep", "architect_timeout"]
@@ -50,9 +51,26 @@ class ArchitectStep:
     _runtime: AgentRuntime
     _clock: Callable[[], datetime]
 
-    def _architect_request(self, d: Deliberation, candidates: tuple[Candidate, ...]) -> ReviewInput:
-        """The selection call: which agent, its sampling and time limit (the protocol's)."""
+    _councils: CouncilDirectory | None
+    _architect_default: str
+
+    def _architect_request(
+        self, d: Deliberation, candidates: tuple[Candidate, ...], agent_id: str, model: str
+    ) -> ReviewInput:
+        """The selection call: its sampling and time limit (the protocol's)."""
         raise NotImplementedError
+
+    async def _architect(self) -> tuple[str, str] | None:
+        """(agent id, model) of the agent that chooses: the ARCHITECT council's first member
+        as the council directory has it now, or the configured agent without a directory;
+        None when there is no ARCHITECT council (or it has no members)."""
+        if self._councils is None:
+            return self._architect_default, ""
+        council = await self._councils.council("ARCHITECT")
+        if council is None or not council.agents:
+            return None
+        first = council.agents[0]
+        return first.agent_id, first.model or council.model
 
     async def _select_and_complete(self, d_id: UUID) -> None:
         """Record the architect's choice (or the fallback) unless one is recorded, then decide."""
@@ -70,13 +88,16 @@ class ArchitectStep:
     async def _choice(self, d: Deliberation) -> Callable[[Deliberation], None]:
         """Ask the architect; the change that records its choice or the fallback and why."""
         shortlist = d.architect_shortlist()
+        if len(shortlist) < 2:
+            return _fallback("a single candidate: nothing to choose between", "")
+        chooser = await self._architect()
+        if chooser is None:
+            return _fallback("no ARCHITECT council has a member to ask", "")
         final = d.final_proposals()
         request = self._architect_request(
-            d, tuple(Candidate(a, final[a].content) for a in shortlist)
+            d, tuple(Candidate(a, final[a].content) for a in shortlist), *chooser
         )
         architect, timeout_s = request.agent_id, request.timeout_s
-        if len(shortlist) < 2:
-            return _fallback("a single candidate: nothing to choose between", architect)
         try:
             result = await asyncio.wait_for(self._runtime.review(request), timeout_s)
         except TimeoutError:

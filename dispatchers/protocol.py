@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -64,7 +64,8 @@ class DispatcherOptions:
     """Agents rate each other's final proposals, and the ratings weigh in the score."""
     councils: Councils = field(default_factory=Councils)
     architect_agent: str = "architect-agent-1"
-    """The ARCHITECT council's agent that chooses an orchestration's winner (``architect``)."""
+    """The agent that chooses an orchestration's winner (``architect``) where no council
+    directory is wired (with one, the ARCHITECT council's first member chooses)."""
     architect_timeout_s: float = 60.0
     """Upper bound for the architect's call (less when the deadline is nearer): then the
     highest score wins, and the fallback says why."""
@@ -262,11 +263,14 @@ class DeliberationProtocol(ArchitectStep):
             log.warning("deliberation %s: no story context", d.id, exc_info=True)
             return ""
 
-    def _architect_request(self, d: Deliberation, candidates: tuple[Candidate, ...]) -> ReviewInput:
+    def _architect_request(
+        self, d: Deliberation, candidates: tuple[Candidate, ...], agent_id: str, model: str
+    ) -> ReviewInput:
         o = self._options
+        sampling = o.councils.sampling("ARCHITECT", 0, o.model, o.max_tokens)
         return ReviewInput(
             deliberation_id=str(d.id),
-            agent_id=o.architect_agent,
+            agent_id=agent_id,
             role="ARCHITECT",
             round=d.rounds - 1,
             purpose=SELECT,
@@ -274,7 +278,7 @@ class DeliberationProtocol(ArchitectStep):
             rubric=d.rubric,
             requirements=tuple(d.requirements),
             candidates=candidates,
-            sampling=o.councils.sampling("ARCHITECT", 0, o.model, o.max_tokens),
+            sampling=replace(sampling, model=model or sampling.model),
             timeout_s=architect_timeout(
                 min(o.architect_timeout_s, o.call_timeout_s), d.deadline, self._clock()
             ),

@@ -7,6 +7,7 @@ thinks leaves the choice to the next one, recorded once.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -206,3 +207,40 @@ def test_an_orchestrations_state_survives_a_snapshot() -> None:
     assert back.architect_candidates == ("dev-agent-2", "dev-agent-1")
     back.complete()
     assert back.winner == "dev-agent-1"
+
+
+class Directory:
+    """A council directory with one ARCHITECT council (or none)."""
+
+    def __init__(self, *members: str) -> None:
+        from application.councils import CouncilAgentView, CouncilView
+
+        agents = tuple(CouncilAgentView(m, "ARCHITECT", model="arch-7b") for m in members)
+        self.view = CouncilView("council-architect", "ARCHITECT", agents) if members else None
+
+    async def list_councils(self) -> list[Any]:
+        return [self.view] if self.view else []
+
+    async def council(self, role: str) -> Any:
+        return self.view if role == "ARCHITECT" else None
+
+
+async def test_the_architect_is_the_architect_councils_first_member_as_it_stands() -> None:
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    rt = ArchitectRuntime('{"winner": "A", "rationale": "lead says so"}')
+    store = ApplicationDeliberationStore(a)
+    d = orchestration(a, "arch-directory")
+    feed = ApplicationEventFeed(a)
+    async with DeliberationDispatcher(store, feed, rt, councils=Directory("lead-7", "arch-2")):
+        done = await until_terminal(store, d.id)
+    (call,) = rt.selections
+    assert call.agent_id == "lead-7" and call.sampling.model == "arch-7b"
+    assert done.architect_id == "lead-7" and done.architect_rationale == "lead says so"
+
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(a)
+    d = orchestration(a, "arch-no-council")
+    feed = ApplicationEventFeed(a)
+    async with DeliberationDispatcher(store, feed, rt, councils=Directory()):
+        done = await until_terminal(store, d.id)
+    assert "no ARCHITECT council" in done.architect_fallback and done.winner == "dev-agent-3"
