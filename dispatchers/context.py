@@ -17,6 +17,8 @@ deliberation and kept (bounded), so a round costs no extra reads.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import math
 from collections import OrderedDict
@@ -49,6 +51,8 @@ PROMPT_TOKEN_BUDGET = 300
 """An agent's prompt context: small, since every prompt token costs every agent time."""
 MAX_DECISIONS = 20
 PROPOSAL_CHARS = 400
+MAX_KEPT = 1000
+"""Deliberations whose prompt context a dispatcher keeps (the oldest go first)."""
 SECTIONS = frozenset({"story", "plan", "decisions", "tools", "timeline"})
 _TOOLS = {
     "DEV": "Answers are checked: policy, compile (dry run in a sandbox), lint (ruff); peers rate.",
@@ -296,14 +300,28 @@ class StoreContextSource:
     def __init__(self, store: ContextStore, *, token_budget: int = PROMPT_TOKEN_BUDGET) -> None:
         self._store = store
         self._scope = ContextScope(include_timeline=False, token_budget=token_budget)
-        self._kept: OrderedDict[UUID, str] = OrderedDict()
+        self._kept: OrderedDict[UUID, asyncio.Future[str]] = OrderedDict()
+        """Per deliberation, its context (being) built: the agents of one round ask together,
+        and one build serves them all. A failed build is not kept (the next turn tries again)."""
 
     async def for_deliberation(self, d: Deliberation) -> str:
         """ "" for a deliberation of no story; else its context text (kept per deliberation)."""
         if not d.story_id:
             return ""
-        if d.id in self._kept:
-            return self._kept[d.id]
+        kept = self._kept.get(d.id)
+        if kept is None:
+            kept = self._kept[d.id] = asyncio.ensure_future(self._build(d))
+            kept.add_done_callback(functools.partial(self._forget_failed, d.id))
+            while len(self._kept) > MAX_KEPT:
+                self._kept.popitem(last=False)
+        return await asyncio.shield(kept)
+
+    def _forget_failed(self, d_id: UUID, built: asyncio.Future[str]) -> None:
+        if built.cancelled() or built.exception() is not None:
+            if self._kept.get(d_id) is built:
+                del self._kept[d_id]
+
+    async def _build(self, d: Deliberation) -> str:
         facts = await gather_facts(
             self._store, role=d.role.value, task_id=d.task_id, story_id=d.story_id
         )
@@ -320,8 +338,4 @@ class StoreContextSource:
             ),
             self._scope,
         )
-        text = rendered.context
-        self._kept[d.id] = text
-        while len(self._kept) > 1000:
-            self._kept.popitem(last=False)
-        return text
+        return rendered.context

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from aggregates import Deliberation, InvalidDeliberationError, Role
@@ -32,13 +33,13 @@ BACKLOG_TASK_ID = re.compile(
 )
 
 
+@dataclass(frozen=True)
 class BacklogTask:
     """The parts of a backlog-review task id ``ceremony-<id>:story-<id>:role-<ROLE>``."""
 
-    def __init__(self, ceremony_id: str, story_id: str, role: Role) -> None:
-        self.ceremony_id = ceremony_id
-        self.story_id = story_id
-        self.role = role
+    ceremony_id: str
+    story_id: str
+    role: Role
 
 
 def backlog_task(raw: str) -> BacklogTask:
