@@ -77,13 +77,16 @@ class ArchitectStep:
         d = await self._store.last_known(d_id)
         if d.is_terminal:
             return
-        if d.awaits_architect:
-            change = await self._choice(d)
-            try:
-                await self._store.update(d_id, change)
-            except DuplicateProposalError:
-                log.info("deliberation %s: the architect's choice was recorded already", d_id)
-        await self._store.update(d_id, _complete)
+        if not d.awaits_architect:
+            await self._store.update(d_id, _complete)
+            return
+        change = await self._choice(d)
+        try:
+            # One crossing to the store: the choice, then the decision (which lands even when
+            # the choice is refused as a duplicate: another process recorded one first).
+            await self._store.update_in_order(d_id, [change, _complete])
+        except DuplicateProposalError:
+            log.info("deliberation %s: the architect's choice was recorded already", d_id)
 
     async def _choice(self, d: Deliberation) -> Callable[[Deliberation], None]:
         """Ask the architect; the change that records its choice or the fallback and why."""
