@@ -25,6 +25,7 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
 from tests.integration.fleet._cli import fleet
 from tests.support.deliberations import FIB_TASK
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -159,6 +160,21 @@ async def test_orchestrate_status_metrics_and_backlog_review(
                 await c.stub.GetMetrics(pb.GetMetricsRequest(metric_type="speed"))
             assert bad.value.code() is grpc.StatusCode.INVALID_ARGUMENT
             assert "metric_type" in (bad.value.details() or "")
+
+            # A client that goes away ends its own wait, not the orchestration.
+            lg.delay_s = 0.3
+            with pytest.raises(grpc.aio.AioRpcError) as gone:
+                await c.stub.Orchestrate(orchestrate("orch-gone", 2), timeout=0.2)
+            assert gone.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            lg.delay_s = 0.0
+
+            async def completed() -> bool:
+                r = await c.stub.GetDeliberationResult(
+                    pb.GetDeliberationResultRequest(task_id="orch-gone")
+                )
+                return r.status == pb.DELIBERATION_STATUS_COMPLETED and bool(r.winner_id)
+
+            await eventually(completed, timeout=30, what="the orchestration ends on its own")
 
             # The same from the command line, for people and (--json) for scripts.
             address = ("--address", node.endpoints.grpc)
