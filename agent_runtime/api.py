@@ -49,6 +49,9 @@ class AgentTurn:
     timeout_s: float = 120.0
     critiques: tuple[str, ...] = ()
     """What peers said about this agent's previous proposal (revise rounds)."""
+    context: str = ""
+    """What surrounds the task when it belongs to a story (its plan, the decisions other roles
+    took, its phase), built by the dispatcher (``dispatchers.context``); "" when none."""
     rate_after: tuple[str, ...] = ()
     """Set by a caller that, once these agents (this one among them) have all answered this
     round, will ask each of them for ``final_rating`` of the others' answers: a runtime that
@@ -66,13 +69,16 @@ class AgentTurn:
         return f"{self.deliberation_id}:{self.round}:{self.agent_id}"
 
 
-REVIEW_PURPOSES = ("critique", "rate")
+REVIEW_PURPOSES = ("critique", "rate", "select")
+"""``select``: an architect chooses the winner among candidates (``agent_runtime.architect``)."""
 
 
 @dataclass(frozen=True)
 class ReviewInput:
     """One agent reviews its peers' proposals: critiques them before a revise round
-    (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``)."""
+    (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``); or an
+    ARCHITECT agent chooses the winner among the top candidates (``purpose="select"``, ``role``
+    ARCHITECT: see ``agent_runtime.architect``)."""
 
     deliberation_id: str
     agent_id: str

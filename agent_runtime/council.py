@@ -22,6 +22,13 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
+from agent_runtime.architect import (
+    SELECT,
+    choice_reviews,
+    parse_choice,
+    selection_messages,
+    selection_schema,
+)
 from agent_runtime.checks import assess_candidates
 from agent_runtime.openai_client import (
     ChatClientError,
@@ -173,10 +180,14 @@ class CouncilMember:
         labelled = label_candidates(request.deliberation_id, request.candidates)
         if not labelled:
             return ReviewResult(request.agent_id, (), request.sampling.model, 0, 0, 0)
-        messages = review_messages(request, labelled)
-        extra = structured_output_body(
-            self.endpoint.structured_output, review_schema(list(labelled))
-        )
+        selecting = request.purpose == SELECT
+        if selecting:
+            messages = selection_messages(request, labelled)
+            schema = selection_schema(list(labelled))
+        else:
+            messages = review_messages(request, labelled)
+            schema = review_schema(list(labelled))
+        extra = structured_output_body(self.endpoint.structured_output, schema)
         kwargs: dict[str, Any] = dict(
             temperature=0.0,  # a judge should be steady; the seed pins the rest
             max_tokens=self.endpoint.review_max_tokens,
@@ -194,7 +205,11 @@ class CouncilMember:
                 completion = await self.client.chat(messages, **kwargs)
         except ChatClientError as e:
             raise AgentTurnError(f"review {request.key} failed: {e}") from None
-        reviews = parse_reviews(completion.content, labelled, reviewer=request.agent_id)
+        if selecting:
+            label, note = parse_choice(completion.content, list(labelled))
+            reviews = list(choice_reviews(request.agent_id, labelled, label, note))
+        else:
+            reviews = parse_reviews(completion.content, labelled, reviewer=request.agent_id)
         return ReviewResult(
             agent_id=request.agent_id,
             reviews=tuple(reviews),

@@ -86,6 +86,8 @@ DEFAULT_PERSONAS: tuple[str, ...] = (
 PEER_CHARS = 600
 """Characters of each peer's proposal shown in a later round (about 150 tokens)."""
 OWN_CHARS = 800
+CONTEXT_CHARS = 1200
+"""Characters of a story task's context (about 300 tokens: ``dispatchers.context``'s budget)."""
 
 _FENCE_LINE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)")
 
@@ -173,6 +175,8 @@ def build_messages(turn: AgentTurn) -> list[ChatMessage]:
     persona = turn.sampling.persona.strip()
     system = role_prompt(turn.role) + (f" {persona}" if persona else "")
     task = _task_block(turn)
+    if turn.context.strip():  # the story around the task, before the task itself
+        task = f"Context:\n{clip(turn.context, CONTEXT_CHARS)}\n\n{task}"
     prefill = role_prefill(turn.role, turn.round if turn.peers else 0)
     if turn.round == 0 or not turn.peers:
         user = f"{task}\n\nGive your proposal."

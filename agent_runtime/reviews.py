@@ -31,6 +31,8 @@ from aggregates.values import PeerReview
 
 __all__ = [
     "CRITIQUE_CHARS",
+    "PROPOSAL_CHARS",
+    "json_values",
     "label_candidates",
     "normalise_rating",
     "parse_reviews",
@@ -151,7 +153,9 @@ def parse_reviews(
 # ------------------------------------------------------------------------------ JSON
 
 
-def _json_candidates(text: str) -> list[Any]:
+def json_values(text: str) -> list[Any]:
+    """Every JSON object or array found in ``text`` (whole, inside a code fence, or between
+    the first opener and the last closer): what a tolerant reader of model output tries."""
     out: list[Any] = []
     stripped = text.strip()
     fence = re.search(r"```(?:json)?\s*(.*?)```", stripped, re.DOTALL)
@@ -171,7 +175,7 @@ def _json_candidates(text: str) -> list[Any]:
 def _from_json(
     text: str, labelled: Mapping[str, Candidate]
 ) -> tuple[dict[str, tuple[float | None, str]], bool]:
-    for data in _json_candidates(text):
+    for data in json_values(text):
         items: list[Any]
         exact = isinstance(data, dict) and set(data) == {"reviews"}
         if isinstance(data, dict) and isinstance(data.get("reviews") or data.get("ratings"), list):

@@ -77,6 +77,21 @@ RATING_ROUND = -1
 class Deliberation(Aggregate):
     """A council of ``num_agents`` agents of one ``role`` deliberating on ``task``."""
 
+    # Orchestration state. Class-level defaults, set only by the orchestration events'
+    # mutators: a deliberation that is no orchestration (and an older snapshot) reads these.
+    architect_k: int = 0
+    """Candidates the architect chooses among; 0: no architect selection."""
+    peer_review: bool = True
+    """False when the client turned peer review off for this deliberation."""
+    case_id: str = ""
+    orchestrated: bool = False
+    architect_winner: str = ""
+    architect_rationale: str = ""
+    architect_fallback: str = ""
+    """Why the highest score won instead of the architect's choice ("" when it chose)."""
+    architect_id: str = ""
+    architect_candidates: tuple[str, ...] = ()
+
     class_version = 2
     """Of the snapshot state: version 2 holds ``trace_context``; older snapshots upcast."""
 
@@ -259,6 +274,36 @@ class Deliberation(Aggregate):
 
     class Cancelled(Event):
         reason: str
+
+    class OrchestrationRequested(Event):
+        """Orchestrate asked for this deliberation (recorded with Requested, in one write):
+        after scoring, an architect picks the winner among the top ``architect_k`` candidates
+        (0: no selection, the highest score wins); ``peer_review`` is the client's choice for
+        this deliberation; ``case_id`` is the seed's case, kept for the record."""
+
+        architect_k: int
+        peer_review: bool
+        case_id: str
+
+    class ArchitectSelected(Event):
+        """An agent of the ARCHITECT council chose the winner among ``candidates`` (the top k
+        by score, best first) and said why."""
+
+        winner: str
+        rationale: str
+        candidates: list[str]
+        architect_id: str
+        model: str
+        latency_ms: int
+
+    class ArchitectFellBack(Event):
+        """The architect gave no usable choice (failed, timed out, answered unparseably, or
+        there was nothing to choose between): the highest score wins, and ``reason`` says why."""
+
+        winner: str
+        reason: str
+        candidates: list[str]
+        architect_id: str
 
     # ------------------------------------------------------------------ creation
 
@@ -595,14 +640,31 @@ class Deliberation(Aggregate):
         """Choose the winner from the recorded scores; FAILED when no agent produced anything.
 
         The ranking sorts by score, then by a hash of (deliberation, content), so it does not
-        depend on the order agents were numbered or answered in.
+        depend on the order agents were numbered or answered in. In an orchestration with an
+        architect, the architect's choice (or its recorded fallback) wins and leads the ranking;
+        completing before that choice is recorded is refused.
         """
         self._require_open()
-        final = self.final_proposals()
-        if not final:
+        if not self.final_proposals():
             reasons = "; ".join(f"{f.agent_id}: {f.error}" for f in self.failures.values())
             self._failed(reason=f"every agent failed ({reasons or 'no answers'})")
             return
+        ranking = self.score_ranking()
+        if self.awaits_architect:
+            msg = f"Deliberation {self.id}: the architect's selection is not recorded"
+            raise InvalidDeliberationError("architect", msg)
+        if self.architect_winner:
+            chosen = AgentId(self.architect_winner)
+            ranking = [chosen, *(a for a in ranking if a != chosen)]
+        self._completed(winner=ranking[0], ranking=[str(a) for a in ranking])
+
+    def score_ranking(self) -> list[AgentId]:
+        """The final proposals best score first (ties by a content hash, never agent order).
+
+        Raises:
+            InvalidDeliberationError: a final proposal is not scored yet.
+        """
+        final = self.final_proposals()
         unscored = [a for a, p in final.items() if p.score is None]
         if unscored:
             msg = f"Deliberation {self.id}: proposals of {unscored} are not scored"
@@ -612,8 +674,88 @@ class Deliberation(Aggregate):
             digest = hashlib.sha256(f"{self.id}:{p.content}".encode()).hexdigest()
             return (-(p.score or 0.0), digest)
 
-        ranking = [p.agent_id for p in sorted(final.values(), key=key)]
-        self._completed(winner=ranking[0], ranking=[str(a) for a in ranking])
+        return [p.agent_id for p in sorted(final.values(), key=key)]
+
+    # ------------------------------------------------------------------ orchestration
+
+    def orchestrate(self, *, architect_k: int, peer_review: bool = True, case_id: str = "") -> None:
+        """Mark a new deliberation as an orchestration (before it is first saved).
+
+        Raises:
+            InvalidDeliberationError: ``architect_k`` outside 0..MAX_AGENTS, or the deliberation
+                has started or is an orchestration already.
+        """
+        if not 0 <= architect_k <= MAX_AGENTS:
+            raise InvalidDeliberationError("architect_k", f"{architect_k} not in 0..{MAX_AGENTS}")
+        if self.orchestrated or self.status is not DeliberationStatus.PENDING:
+            msg = f"Deliberation {self.id} is already {self.status.value} or orchestrated"
+            raise InvalidDeliberationError("orchestration", msg)
+        self._orchestration_requested(
+            architect_k=architect_k, peer_review=peer_review, case_id=case_id
+        )
+
+    @property
+    def awaits_architect(self) -> bool:
+        """An architect is to choose and has not yet (nor fallen back)."""
+        return self.architect_k > 0 and not self.architect_winner and not self.is_terminal
+
+    def architect_shortlist(self) -> list[AgentId]:
+        """The candidates the architect chooses among: the top ``architect_k`` by score."""
+        return self.score_ranking()[: self.architect_k]
+
+    def select_by_architect(
+        self,
+        *,
+        winner: str,
+        rationale: str,
+        architect_id: str,
+        model: str = "",
+        latency_ms: int = 0,
+    ) -> None:
+        """Record the architect's choice among the shortlist.
+
+        Raises:
+            DeliberationClosedError: the deliberation has ended.
+            DuplicateProposalError: a selection (or fallback) is recorded already.
+            UnknownAgentError: ``winner`` is not on the shortlist.
+        """
+        shortlist = self._require_selectable()
+        if winner not in shortlist:
+            msg = f"Deliberation {self.id}: {winner!r} is not among the candidates {shortlist}"
+            raise UnknownAgentError(msg)
+        self._architect_selected(
+            winner=winner,
+            rationale=rationale,
+            candidates=[str(a) for a in shortlist],
+            architect_id=architect_id,
+            model=model,
+            latency_ms=latency_ms,
+        )
+
+    def fall_back_to_score(self, *, reason: str, architect_id: str) -> None:
+        """Record that the highest score wins because the architect gave no usable choice.
+
+        Raises as ``select_by_architect`` does (but for the winner, which is the first).
+        """
+        shortlist = self._require_selectable()
+        self._architect_fell_back(
+            winner=str(shortlist[0]),
+            reason=reason or "no reason given",
+            candidates=[str(a) for a in shortlist],
+            architect_id=architect_id,
+        )
+
+    def _require_selectable(self) -> list[AgentId]:
+        self._require_open()
+        if self.architect_k <= 0:
+            msg = f"Deliberation {self.id} has no architect selection"
+            raise InvalidDeliberationError("architect", msg)
+        if self.architect_winner:
+            raise DuplicateProposalError(f"Deliberation {self.id}: the architect chose already")
+        shortlist = self.architect_shortlist()
+        if not shortlist:
+            raise InvalidDeliberationError("architect", f"Deliberation {self.id}: no candidates")
+        return shortlist
 
     def time_out(self, now: datetime) -> None:
         """Close at the deadline, keeping what was received and naming who was missing."""
@@ -761,6 +903,37 @@ class Deliberation(Aggregate):
         self.status = DeliberationStatus.FAILED
         self.reason = reason
         self.finished_at = self.event_time
+
+    @event(OrchestrationRequested)
+    def _orchestration_requested(self, architect_k: int, peer_review: bool, case_id: str) -> None:
+        self.orchestrated = True
+        self.architect_k = architect_k
+        self.peer_review = peer_review
+        self.case_id = case_id
+
+    @event(ArchitectSelected)
+    def _architect_selected(
+        self,
+        winner: str,
+        rationale: str,
+        candidates: list[str],
+        architect_id: str,
+        model: str,
+        latency_ms: int,
+    ) -> None:
+        self.architect_winner = winner
+        self.architect_rationale = rationale
+        self.architect_id = architect_id
+        self.architect_candidates = tuple(candidates)
+
+    @event(ArchitectFellBack)
+    def _architect_fell_back(
+        self, winner: str, reason: str, candidates: list[str], architect_id: str
+    ) -> None:
+        self.architect_winner = winner
+        self.architect_fallback = reason
+        self.architect_id = architect_id
+        self.architect_candidates = tuple(candidates)
 
     @event(Cancelled)
     def _cancelled(self, reason: str) -> None:

@@ -16,9 +16,10 @@ from uuid import UUID
 
 from aggregates import Deliberation, Plan
 
-__all__ = ["DeliberationStore", "EventFeed", "FeedItem", "PlanStore"]
+__all__ = ["DeliberationStore", "EventFeed", "FeedItem", "PlanStore", "RecordStore"]
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -82,5 +83,22 @@ class PlanStore(Protocol):
         ...
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
+        """Load, apply ``change``, save (retried on a concurrent writer)."""
+        ...
+
+
+class RecordStore(Protocol):
+    """Aggregates of any other kind (a Story, a Derivation): saved, read and changed as the
+    plans are. ``kind`` is the aggregate class; a read of another kind is "not found"."""
+
+    async def create_record(self, aggregate: A) -> tuple[A, bool]:
+        """Save a new aggregate; (the stored one, created?). Idempotent on the id."""
+        ...
+
+    async def get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
+        """Raises KeyError (``RecordNotFoundError``) naming the id when there is none."""
+        ...
+
+    async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
         """Load, apply ``change``, save (retried on a concurrent writer)."""
         ...

@@ -55,6 +55,16 @@ class PlanNotFoundError(KeyError):
         return str(self.args[0]) if self.args else "plan not found"
 
 
+class RecordNotFoundError(KeyError):
+    """No aggregate of the kind asked for has this id (a story, a derivation, ...)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+A = TypeVar("A")
+
+
 class ApplicationDeliberationStore:
     """Loads, changes and saves Deliberation (and Plan) aggregates. Use from one asyncio loop.
 
@@ -198,6 +208,32 @@ class ApplicationDeliberationStore:
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
         return await self._writer.submit(plan_id, change, self._get_plan)
+
+    # ------------------------------------------------------------------ other records
+
+    async def create_record(self, aggregate: A) -> tuple[A, bool]:
+        """Save a new aggregate of any kind (a Story, a Derivation): (the stored one,
+        created?), idempotent on the id as ``create_plan`` is."""
+        if await self._create(aggregate):
+            return aggregate, True
+        agg_id: UUID = getattr(aggregate, "id")  # noqa: B009 - ``A`` is any aggregate
+        return await asyncio.to_thread(self._get_record, agg_id, type(aggregate)), False
+
+    async def get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
+        """Raises RecordNotFoundError naming the id when there is no such ``kind``."""
+        return await asyncio.to_thread(self._get_record, aggregate_id, kind)
+
+    def _get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
+        try:
+            a: Any = self._app.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            raise RecordNotFoundError(f"{kind.__name__} {aggregate_id} not found") from None
+        if not isinstance(a, kind):
+            raise RecordNotFoundError(f"Aggregate {aggregate_id} is not a {kind.__name__}")
+        return a
+
+    async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
+        return await self._writer.submit(aggregate_id, change, lambda i: self._get_record(i, kind))
 
     async def history(self, deliberation_id: UUID) -> list[Any]:
         """Every stored event of one deliberation, oldest first (domain events)."""

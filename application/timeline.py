@@ -59,6 +59,15 @@ class TimelineEntry:
                 return f"received {d['received']}, missing {d['missing']}"
             case "Failed" | "Cancelled":
                 return str(d["reason"])
+            case "OrchestrationRequested":
+                k = d["architect_k"]
+                return f"orchestration: architect among top {k}" if k else "orchestration"
+            case "ArchitectSelected":
+                return (
+                    f"architect {d['architect_id']} chose {d['winner']}: {_short(d['rationale'])}"
+                )
+            case "ArchitectFellBack":
+                return f"highest score wins ({d['winner']}): {_short(d['reason'])}"
         return json.dumps(d, default=str)[:80]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from agent_runtime.api import Sampling
 from aggregates import Role
+from application.councils import CouncilAgentView, CouncilView
 from dispatchers.sampling import council_sampling
 
 
@@ -92,3 +93,33 @@ def parse_councils(data: Mapping[str, Any]) -> Councils:
                 raise CouncilConfigError(f"councils.{role}.agents[{i}]: {e}") from None
         out[role] = tuple(specs)
     return Councils(out)
+
+
+DEFAULT_COUNCIL_SIZE = 3
+"""Agents per council when nothing else says (the seed's ``AUTO_INIT_COUNCILS``: 3 per role)."""
+
+
+def startup_councils(
+    councils: Councils, *, size: int = DEFAULT_COUNCIL_SIZE, model: str = ""
+) -> list[CouncilView]:
+    """The councils this configuration starts with, one per role, as the read model shows them:
+    what readers fall back to where no council directory (event-sourced councils) is wired.
+    A role's size is its configured agent list's length, else ``size``; agent ids are those a
+    deliberation gives its council (``<role>-agent-<n>``)."""
+    out = []
+    for role in Role:
+        specs = councils.by_role.get(role.value, ())
+        n = len(specs) or size
+        agents = [
+            CouncilAgentView(
+                agent_id=f"{role.value.lower()}-agent-{i + 1}",
+                role=role.value,
+                model=(specs[i].model if specs else "") or model,
+            )
+            for i in range(n)
+        ]
+        out.append(
+            CouncilView(council_id=f"council-{role.value.lower()}", role=role.value,
+                        agents=agents, model=model)
+        )  # fmt: skip
+    return out

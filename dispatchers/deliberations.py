@@ -60,7 +60,9 @@ from aggregates import (
     DeliberationClosedError,
     DeliberationStatus,
 )
+from application.councils import CouncilDirectory
 from application.ports import DeliberationStore, EventFeed
+from dispatchers.context import ContextSource
 from dispatchers.ports import Claim, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
@@ -105,11 +107,19 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         clock: Callable[[], datetime] = utc_now,
         sampling: Callable[[str, int, str], Sampling] | None = None,
         work_queue: WorkQueue | None = None,
+        context: ContextSource | None = None,
+        councils: CouncilDirectory | None = None,
     ) -> None:
         self._store = store
+        self._councils = councils
+        """The councils as they stand (the architect is the ARCHITECT council's first member);
+        None: ``options.architect_agent`` chooses."""
+        self._context = context
+        """Builds a story deliberation's context for its prompts (``dispatchers.context``)."""
         self._feed = feed
         self._runtime = runtime
         self._options = options or DispatcherOptions()
+        self._architect_default = self._options.architect_agent
         self._clock = clock
         self._sampling = sampling
         self._queue = work_queue

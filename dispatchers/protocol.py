@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -40,6 +40,8 @@ from aggregates import (
     DuplicateProposalError,
 )
 from application.ports import DeliberationStore
+from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
+from dispatchers.context import ContextSource
 from dispatchers.councils import Councils
 
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
@@ -61,9 +63,15 @@ class DispatcherOptions:
     peer_review: bool = True
     """Agents rate each other's final proposals, and the ratings weigh in the score."""
     councils: Councils = field(default_factory=Councils)
+    architect_agent: str = "architect-agent-1"
+    """The agent that chooses an orchestration's winner (``architect``) where no council
+    directory is wired (with one, the ARCHITECT council's first member chooses)."""
+    architect_timeout_s: float = 60.0
+    """Upper bound for the architect's call (less when the deadline is nearer): then the
+    highest score wins, and the fallback says why."""
 
 
-class DeliberationProtocol:
+class DeliberationProtocol(ArchitectStep):
     """The steps of driving one deliberation; ``DeliberationDispatcher`` is the one class that
     uses them (a mixin, so the two parts share the driver's state without passing it around).
 
@@ -75,6 +83,7 @@ class DeliberationProtocol:
     _options: DispatcherOptions
     _sampling: Callable[[str, int, str], Sampling] | None
     _clock: Callable[[], datetime]
+    _context: ContextSource | None
     _starting: dict[UUID, asyncio.Future[Deliberation]]
     _answers: dict[UUID, list[asyncio.Future[None]]]
 
@@ -103,9 +112,14 @@ class DeliberationProtocol:
         if d.is_terminal:
             return
         last: list[Callable[[Deliberation], object]] = []
-        if self._options.peer_review and len(d.final_proposals()) >= 2:
+        if self._peer_review(d) and len(d.final_proposals()) >= 2:
             last = await self._rate(d)
         await self._conclude(d, last)
+
+    def _peer_review(self, d: Deliberation) -> bool:
+        """Peers rate the final proposals: on in this dispatcher, and not turned off by the
+        client for this deliberation (Orchestrate's ``enable_peer_review``)."""
+        return self._options.peer_review and d.peer_review
 
     def _rate_after(
         self, d: Deliberation, round_no: int, asked: Sequence[AgentId]
@@ -114,7 +128,7 @@ class DeliberationProtocol:
         agents, when their answers will be the final proposals that ``_rate`` asks each of them
         to rate (the last round, peer review on, every agent with a proposal asked again);
         empty otherwise, so a runtime never starts a rating that will not be asked for."""
-        if not self._options.peer_review or round_no != d.rounds - 1 or len(asked) < 2:
+        if not self._peer_review(d) or round_no != d.rounds - 1 or len(asked) < 2:
             return ()
         if not set(d.final_proposals()) <= set(asked):
             return ()
@@ -174,7 +188,7 @@ class DeliberationProtocol:
             candidates=tuple(
                 Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
             ),
-            peer_review=self._options.peer_review and len(final) >= 2,
+            peer_review=self._peer_review(d) and len(final) >= 2,
         )
 
     def _precheck(self, d: Deliberation) -> None:
@@ -207,19 +221,21 @@ class DeliberationProtocol:
         """
         request = self._assessment(d)
         assessments = [] if request is None else await self._runtime.assess(request)
-        changes = [*ratings, *_scores(assessments, basis=request), _complete]
+        changes = [*ratings, *_scores(assessments, basis=request), *_decision(d)]
         await self._started(d.id)
         await self._answers_stored(d.id)  # the proposals and earlier ratings: long done, mostly
         try:
             await self._store.update_in_order(d.id, changes)
-            return
         except DeliberationClosedError:
             raise
         except Exception as e:  # a refused part: the stored state decides
             log.info("deliberation %s: scoring again from the stored state (%s)", d.id, e)
-        d = await self._store.last_known(d.id)  # every answer is stored: awaited above
-        if not d.is_terminal:
-            await self._score_and_complete(d)
+            d = await self._store.last_known(d.id)  # every answer is stored: awaited above
+            if not d.is_terminal:
+                await self._score_and_complete(d)
+            return
+        if d.architect_k > 0:
+            await self._select_and_complete(d.id)
 
     async def _score_and_complete(self, d: Deliberation) -> None:
         """Score ``d`` as stored, then decide (each score, then Completed, in this order)."""
@@ -230,9 +246,43 @@ class DeliberationProtocol:
         # dispatcher completes from. Separate one-event writes rather than one atomic batch:
         # batches are serialised per stream, and fifty deliberations finishing together would
         # queue behind each other.
-        await self._store.update_in_order(d.id, [*_scores(assessments, basis=None), _complete])
+        await self._store.update_in_order(d.id, [*_scores(assessments, basis=None), *_decision(d)])
+        if d.architect_k > 0:
+            await self._select_and_complete(d.id)
 
     # ------------------------------------------------------------------ agent calls
+
+    async def _context_of(self, d: Deliberation) -> str:
+        """The story's context for ``d``'s prompts ("" without a story or a source). A failure
+        to build it costs the agents their context, never the deliberation."""
+        if self._context is None or not d.story_id:
+            return ""
+        try:
+            return await self._context.for_deliberation(d)
+        except Exception:
+            log.warning("deliberation %s: no story context", d.id, exc_info=True)
+            return ""
+
+    def _architect_request(
+        self, d: Deliberation, candidates: tuple[Candidate, ...], agent_id: str, model: str
+    ) -> ReviewInput:
+        o = self._options
+        sampling = o.councils.sampling("ARCHITECT", 0, o.model, o.max_tokens)
+        return ReviewInput(
+            deliberation_id=str(d.id),
+            agent_id=agent_id,
+            role="ARCHITECT",
+            round=d.rounds - 1,
+            purpose=SELECT,
+            task=d.task,
+            rubric=d.rubric,
+            requirements=tuple(d.requirements),
+            candidates=candidates,
+            sampling=replace(sampling, model=model or sampling.model),
+            timeout_s=architect_timeout(
+                min(o.architect_timeout_s, o.call_timeout_s), d.deadline, self._clock()
+            ),
+        )
 
     def _sampling_for(self, d: Deliberation, agent: AgentId) -> Sampling:
         index = d.agents.index(agent)
@@ -248,6 +298,7 @@ class DeliberationProtocol:
         peers = _latest(d, before_round=round_no)
         critiques = tuple(rv.text for rv in d.critiques_of(agent, round_no) if rv.text)
         turn = AgentTurn(
+            context=await self._context_of(d),
             deliberation_id=str(d.id),
             agent_id=agent,
             role=d.role.value,
@@ -458,6 +509,12 @@ def _require_assessed(d: Deliberation, basis: AssessmentInput) -> None:
 
 def _complete(d: Deliberation) -> None:
     d.complete()
+
+
+def _decision(d: Deliberation) -> list[Callable[[Deliberation], None]]:
+    """The decision that follows the scores at once: none in an orchestration with an architect
+    (its step, ``ArchitectStep``, comes between)."""
+    return [] if d.architect_k > 0 else [_complete]
 
 
 def start_change(d: Deliberation) -> Deliberation:

@@ -18,11 +18,12 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from agent_runtime.api import AgentRuntime
+from agent_runtime.api import AgentRuntime, Sampling
 from aggregates import Role
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
@@ -34,8 +35,11 @@ from application.queries import (
     StatusBoard,
     recorder_latest_version,
 )
+from application.stats import StatsFollower
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
+from dispatchers.councils import startup_councils
+from dispatchers.derivation import DerivationOptions
 from fleet.agents import make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.endpoints import Endpoints
@@ -53,7 +57,7 @@ from fleet.projection_service import (
     RemoteProjections,
     subject,
 )
-from fleet.run_dispatcher import plan_options, start_dispatch
+from fleet.run_dispatcher import load_councils, plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from natsio import servers
 from projectors.control import Projections
@@ -99,6 +103,9 @@ class FleetNode:
         self.settings = settings
         self.endpoints = Endpoints()
         self.stage_seconds: dict[str, float] = {}
+        self.started_at = datetime.now(tz=UTC)
+        """When this node was made (GetStatus's uptime counts from it)."""
+        self._stats_follower: StatsFollower | None = None
         self._on_stage = on_stage
         self._stack = contextlib.AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
@@ -114,6 +121,8 @@ class FleetNode:
         self._grpc: GrpcServer | None = None
         self.metrics: FleetMetrics | None = None
         self.hub: WatchHub | None = None
+        self.runtime: AgentRuntime | None = None
+        """The agents, when this process runs them (DeriveSubtasks asks them too)."""
         self.traces = TraceContexts()
         """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
         self._watched: dict[str, BackgroundPart] = {}
@@ -155,6 +164,7 @@ class FleetNode:
             if "agents" in runs:
                 await self._stage("LLM endpoint", self._start_llm)
                 runtime = await self._stage("agents (Ray)", self._start_agents)
+                self.runtime = runtime
             if "dispatcher" in runs:
                 app = self.app
                 parts = await start_dispatch(
@@ -401,9 +411,21 @@ class FleetNode:
         self.servers["grpc"] = self._grpc = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
-    def _api_services(self, graph: GraphReader | None) -> ApiServices:
+    async def _stats(self) -> StatsFollower:
+        """GetStatus's and GetMetrics' fold of the event stream: one per node, however many of
+        the API and the web console read it."""
+        if self._stats_follower is None:
+            assert self.app is not None
+            stats = StatsFollower(ApplicationEventFeed(self.app))
+            await self._stack.enter_async_context(stats)
+            self.watch("deliberation stats", stats)
+            self._stats_follower = stats
+        return self._stats_follower
+
+    async def _api_services(self, graph: GraphReader | None) -> ApiServices:
         """What the RPCs (and the web console, which runs them in process) work with."""
         s = self.settings
+        stats = await self._stats()
         assert self.queries is not None and self.hub is not None
         return ApiServices(
             self._observed_store(),
@@ -414,13 +436,24 @@ class FleetNode:
             projections=self.control,
             endpoints=self.endpoints,
             plan_options=plan_options(s),
+            startup_councils=tuple(
+                startup_councils(load_councils(s.councils), model=self.endpoints.model or "")
+            ),
+            stats=stats,
+            started_at=self.started_at,
+            records=self._observed_store(),
+            runtime=self.runtime,
+            derivation=DerivationOptions(
+                Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
+                s.agent_call_timeout,
+            ),
         )
 
     async def _start_api(self, graph: GraphReader | None) -> None:
         """Bind the RPCs to the node's parts and say SERVING."""
         assert self._grpc is not None and self.hub is not None
         server = self._grpc
-        server.servicer.bind(self._api_services(graph))
+        server.servicer.bind(await self._api_services(graph))
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
         # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
         # another node") instead of holding the grace period.
@@ -441,7 +474,7 @@ class FleetNode:
         if s.api_token == "" and s.web_host not in ("127.0.0.1", "localhost", "::1"):
             log.warning("web console on %s without FLEET_API_TOKEN: anyone who reaches it can "
                         "act on deliberations", s.web_host)  # fmt: skip
-        console = WebConsole(self._api_services(graph), token=s.api_token)
+        console = WebConsole(await self._api_services(graph), token=s.api_token)
         context = None
         if s.tls_cert_file is not None and s.tls_key_file is not None:
             context = server_context(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)

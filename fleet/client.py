@@ -100,6 +100,11 @@ class FleetClient:
     def channel(self) -> grpc.aio.Channel:
         return self._channel
 
+    @property
+    def call_metadata(self) -> tuple[tuple[str, str], ...]:
+        """What every call carries (the bearer token, when set): for calls made on ``stub``."""
+        return tuple(self._md or ())
+
     async def deliberate(
         self,
         task: str,

@@ -18,16 +18,22 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 from aggregates import Deliberation, Plan
+from application.ports import RecordStore
 from dispatchers.plans import PlanDeliberationStore
 from fleet import logs
 from fleet.metrics import FleetMetrics
 from fleet.telemetry import TraceContexts, span, tracing_on
 
 T = TypeVar("T")
+A = TypeVar("A")
+
+
+class InnerStore(PlanDeliberationStore, RecordStore, Protocol):
+    """What ``ObservedStore`` wraps: the deliberations and plans, and the other records."""
 
 
 class ObservedStore(PlanDeliberationStore):
@@ -36,7 +42,7 @@ class ObservedStore(PlanDeliberationStore):
 
     def __init__(
         self,
-        inner: PlanDeliberationStore,
+        inner: InnerStore,
         metrics: FleetMetrics | None,
         traces: TraceContexts | None = None,
     ) -> None:
@@ -88,6 +94,22 @@ class ObservedStore(PlanDeliberationStore):
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
         with self._write("update_plan", parent="", **{"fleet.plan_id": str(plan_id)}):
             return await self._inner.update_plan(plan_id, change)
+
+    # ---------------------------------------------------------- other records
+
+    async def create_record(self, aggregate: A) -> tuple[A, bool]:
+        with self._write("create_record", parent="", **{"fleet.kind": type(aggregate).__name__}):
+            return await self._records().create_record(aggregate)
+
+    async def get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
+        return await self._records().get_record(aggregate_id, kind)
+
+    async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
+        with self._write("update_record", parent="", **{"fleet.kind": kind.__name__}):
+            return await self._records().update_record(aggregate_id, kind, change)
+
+    def _records(self) -> RecordStore:
+        return self._inner
 
     # ---------------------------------------------------------------- helpers
 

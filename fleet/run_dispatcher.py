@@ -19,11 +19,13 @@ from pathlib import Path
 
 from agent_runtime.api import AgentRuntime
 from application.ports import EventFeed
+from dispatchers.context import StoreContextSource
 from dispatchers.councils import Councils, parse_councils
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
+from dispatchers.derivation import DerivationStore
 from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from dispatchers.plan_approvals import PlanApprovalConsumer
-from dispatchers.plans import PlanDeliberationStore, PlanDispatcher, PlanOptions
+from dispatchers.plans import PlanDispatcher, PlanOptions
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -72,7 +74,7 @@ async def start_dispatch(
     stack: contextlib.AsyncExitStack,
     settings: Settings,
     *,
-    store: PlanDeliberationStore,
+    store: DerivationStore,
     feed_factory: Callable[[], EventFeed],
     runtime: AgentRuntime,
     nats_url: str,
@@ -101,6 +103,7 @@ async def start_dispatch(
             councils=load_councils(s.councils),
         ),
         work_queue=work_queue,
+        context=StoreContextSource(store),
     )
     await stack.enter_async_context(dispatcher)
     plans = PlanDispatcher(store, feed_factory(), options=plan_options(s))

@@ -10,9 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from agent_runtime.api import AgentRuntime
+from application.councils import CouncilDirectory, CouncilView
 from application.listing import DeliberationListing
 from application.queries import DeliberationQueries
+from application.stats import StatsFollower
 from application.watch import WatchHub
+from dispatchers.derivation import DerivationOptions, DerivationStore
 from dispatchers.plans import PlanDeliberationStore, PlanOptions
 from fleet.endpoints import Endpoints
 from fleet.projection_service import ProjectionControl
@@ -40,3 +44,17 @@ class ApiServices:
     """Where this node's parts listen, shown by GetNodeStatus."""
     plan_options: PlanOptions = field(default_factory=PlanOptions)
     """How ApprovePlan shapes a plan's deliberations (as the plan dispatcher does)."""
+    councils: CouncilDirectory | None = None
+    """The councils as they stand (event-sourced); None: ``startup_councils`` are read instead."""
+    startup_councils: tuple[CouncilView, ...] = ()
+    """The councils of the start-up configuration (``dispatchers.councils.startup_councils``)."""
+    stats: StatsFollower | None = None
+    """Counts and timings folded from the events: GetStatus's stats and GetMetrics."""
+    started_at: datetime = field(default_factory=_utc_now)
+    """When this node started (GetStatus's uptime)."""
+    records: DerivationStore | None = None
+    """Stories, derivations and plans, as stored (ProcessPlanningEvent's TRANSITION,
+    DeriveSubtasks, GetTaskContext)."""
+    runtime: AgentRuntime | None = None
+    """The agents, on a node that runs them: DeriveSubtasks asks the councils through it."""
+    derivation: DerivationOptions = field(default_factory=DerivationOptions)

@@ -19,9 +19,13 @@ from grpc_reflection.v1alpha import reflection
 from application.errors import ServiceUnavailableError
 from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
+from fleet.grpc.rpc_context import ContextRpcs
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
+from fleet.grpc.rpc_orchestration import OrchestrationRpcs
+from fleet.grpc.rpc_planning import PlanningRpcs
 from fleet.grpc.rpc_plans import PlanRpcs
+from fleet.grpc.rpc_seed_status import SeedStatusRpcs
 from fleet.grpc.rpc_status import StatusRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
@@ -40,7 +44,15 @@ class ListenError(OSError):
 
 
 class OrchestratorServicer(
-    DeliberationRpcs, HistoryRpcs, PlanRpcs, StatusRpcs, pb_grpc.OrchestratorServiceServicer
+    DeliberationRpcs,
+    HistoryRpcs,
+    PlanRpcs,
+    StatusRpcs,
+    OrchestrationRpcs,
+    SeedStatusRpcs,
+    PlanningRpcs,
+    ContextRpcs,
+    pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented
     answers UNIMPLEMENTED (the generated base class).

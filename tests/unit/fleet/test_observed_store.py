@@ -10,6 +10,7 @@ import pytest
 
 from aggregates import Deliberation, Plan
 from application.app import FleetApplication
+from application.ports import RecordStore
 from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import PlanDeliberationStore
 from fleet.metrics import FleetMetrics
@@ -46,7 +47,10 @@ def test_every_store_method_is_written_out_and_none_falls_through() -> None:
         "get_plan",
     }
     assert ports <= set(vars(ObservedStore)), "a port method ObservedStore does not write out"
-    assert _public_methods(ApplicationDeliberationStore) - ports == READ_SIDE_ONLY
+    records = _public_methods(RecordStore)
+    assert records == {"create_record", "get_record", "update_record"}
+    assert records <= set(vars(ObservedStore)), "a record method ObservedStore does not write out"
+    assert _public_methods(ApplicationDeliberationStore) - ports - records == READ_SIDE_ONLY
     assert not hasattr(ObservedStore, "__getattr__")
 
 
