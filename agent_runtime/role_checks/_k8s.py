@@ -1,0 +1,212 @@
+"""A minimal schema check of Kubernetes manifests: what the API server would refuse outright.
+
+Every document with ``apiVersion`` or ``kind`` must have both, a ``metadata.name`` that is a
+DNS-1123 name, and for the common kinds the fields without which the object is rejected or
+does nothing (a Deployment's selector and containers with a name and an image; a Service's
+ports; a CronJob's schedule …), with the right types (ports are integers in 1..65535, replicas
+a non-negative integer). Workloads must select their own pods: ``spec.selector.matchLabels``
+must be a subset of the pod template's labels (the API server's own validation).
+
+Limits: these are not the full OpenAPI schemas (unknown fields are allowed, CRDs and other
+kinds get the common checks only); the point is to catch what a model gets wrong often, in
+microseconds, without network access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+_LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
+_CONTAINER = {
+    "type": "object",
+    "required": ["name", "image"],
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+        "image": {"type": "string", "minLength": 1},
+        "command": {"type": "array", "items": {"type": "string"}},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "ports": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["containerPort"],
+                "properties": {"containerPort": _PORT},
+            },
+        },
+        "env": {
+            "type": "array",
+            "items": {"type": "object", "required": ["name"]},
+        },
+    },
+}
+_POD_SPEC = {
+    "type": "object",
+    "required": ["containers"],
+    "properties": {"containers": {"type": "array", "minItems": 1, "items": _CONTAINER}},
+}
+_TEMPLATE = {
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        "metadata": {"type": "object", "properties": {"labels": _LABELS}},
+        "spec": _POD_SPEC,
+    },
+}
+_SELECTOR = {
+    "type": "object",
+    "required": ["matchLabels"],
+    "properties": {"matchLabels": _LABELS},
+}
+_WORKLOAD = {
+    "type": "object",
+    "required": ["selector", "template"],
+    "properties": {
+        "replicas": {"type": "integer", "minimum": 0},
+        "selector": _SELECTOR,
+        "template": _TEMPLATE,
+    },
+}
+_SPECS: Mapping[str, Mapping[str, Any]] = {
+    "Pod": _POD_SPEC,
+    "Deployment": _WORKLOAD,
+    "StatefulSet": _WORKLOAD,
+    "DaemonSet": _WORKLOAD,
+    "ReplicaSet": _WORKLOAD,
+    "Job": {"type": "object", "required": ["template"], "properties": {"template": _TEMPLATE}},
+    "CronJob": {
+        "type": "object",
+        "required": ["schedule", "jobTemplate"],
+        "properties": {
+            "schedule": {"type": "string", "pattern": r"^(@\w+|(\S+\s+){4}\S+)$"},
+            "jobTemplate": {
+                "type": "object",
+                "required": ["spec"],
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "required": ["template"],
+                        "properties": {"template": _TEMPLATE},
+                    }
+                },
+            },
+        },
+    },
+    "Service": {
+        "type": "object",
+        "required": ["ports"],
+        "properties": {
+            "selector": _LABELS,
+            "type": {"enum": ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"]},
+            "ports": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["port"],
+                    "properties": {
+                        "port": _PORT,
+                        "targetPort": {"anyOf": [_PORT, {"type": "string"}]},
+                        "protocol": {"enum": ["TCP", "UDP", "SCTP"]},
+                    },
+                },
+            },
+        },
+    },
+}
+_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata"],
+    "properties": {
+        "apiVersion": {"type": "string", "pattern": r"^([a-z0-9.-]+/)?v\d+((alpha|beta)\d+)?$"},
+        "kind": {"type": "string", "pattern": r"^[A-Z][A-Za-z0-9]*$"},
+        "metadata": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string", "pattern": _NAME}, "labels": _LABELS},
+        },
+        "data": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+_API_GROUPS: Mapping[str, str] = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Job": "batch/v1",
+    "CronJob": "batch/v1",
+    "Pod": "v1",
+    "Service": "v1",
+    "ConfigMap": "v1",
+    "Secret": "v1",
+}
+
+
+def _with_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    properties = dict(_ENVELOPE["properties"]) | {"spec": spec}
+    return (
+        _ENVELOPE
+        | {"required": ["apiVersion", "kind", "metadata", "spec"]}
+        | {"properties": properties}
+    )
+
+
+_VALIDATORS = {kind: Draft202012Validator(_with_spec(spec)) for kind, spec in _SPECS.items()}
+_GENERIC = Draft202012Validator(_ENVELOPE)
+
+
+def _where(path: Any) -> str:
+    return ".".join(str(p) for p in path) or "(document)"
+
+
+def validate_manifests(text: str) -> tuple[int, list[str]]:
+    """(how many manifests were checked, the problems found), for one YAML block.
+
+    A block that is not YAML at all yields no manifest and no problem: ``yamllint`` reports it.
+    """
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return 0, []
+    checked = 0
+    problems: list[str] = []
+    for doc in docs:
+        if not isinstance(doc, dict) or not ({"apiVersion", "kind"} & doc.keys()):
+            continue
+        checked += 1
+        kind = doc.get("kind")
+        meta = doc.get("metadata")
+        label = f"{kind}/{meta.get('name', '?')}" if isinstance(meta, dict) else str(kind)
+        validator = _VALIDATORS.get(str(kind), _GENERIC)
+        for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
+            problems.append(f"{label}: {_where(err.absolute_path)}: {err.message}")
+        expected = _API_GROUPS.get(str(kind))
+        if expected and doc.get("apiVersion") != expected:
+            problems.append(f"{label}: apiVersion {doc.get('apiVersion')!r} is not {expected!r}")
+        problems += _selector_problems(label, doc)
+    return checked, problems
+
+
+def _selector_problems(label: str, doc: Mapping[str, Any]) -> list[str]:
+    """A workload whose selector does not match its template's labels is rejected."""
+    spec = doc.get("spec")
+    if not isinstance(spec, dict) or doc.get("kind") not in _WORKLOAD_KINDS:
+        return []
+    selector = (spec.get("selector") or {}).get("matchLabels")
+    template = spec.get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if not isinstance(selector, dict) or not isinstance(labels, dict):
+        return []
+    missing = {k: v for k, v in selector.items() if labels.get(k) != v}
+    if not missing:
+        return []
+    pairs = ", ".join(f"{k}={v}" for k, v in missing.items())
+    return [f"{label}: spec.selector.matchLabels ({pairs}) do not match the template's labels"]
+
+
+_WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"})
