@@ -175,6 +175,8 @@ class DeliberationProtocol:
                 Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
             ),
             peer_review=self._options.peer_review and len(final) >= 2,
+            check_weights=self._options.councils.check_weights(d.role.value),
+            metadata=dict(d.metadata),
         )
 
     def _precheck(self, d: Deliberation) -> None:
