@@ -5,7 +5,9 @@ DNS-1123 name, and for the common kinds the fields without which the object is r
 does nothing (a Deployment's selector and containers with a name and an image; a Service's
 ports; a CronJob's schedule …), with the right types (ports are integers in 1..65535, replicas
 a non-negative integer). Workloads must select their own pods: ``spec.selector.matchLabels``
-must be a subset of the pod template's labels (the API server's own validation).
+must be a subset of the pod template's labels (the API server's own validation), and a Service
+must select the pods of at least one workload in the same answer, when the answer has any
+(a selector that matches nothing gives a Service with no endpoints: it accepts, then refuses).
 
 Limits: these are not the full OpenAPI schemas (unknown fields are allowed, CRDs and other
 kinds get the common checks only); the point is to catch what a model gets wrong often, in
@@ -164,21 +166,22 @@ def _where(path: Any) -> str:
     return ".".join(str(p) for p in path) or "(document)"
 
 
-def validate_manifests(text: str) -> tuple[int, list[str]]:
-    """(how many manifests were checked, the problems found), for one YAML block.
+def manifests(text: str) -> list[dict[str, Any]]:
+    """The documents of one YAML block that declare ``apiVersion`` or ``kind``.
 
-    A block that is not YAML at all yields no manifest and no problem: ``yamllint`` reports it.
+    A block that is not YAML at all yields none: ``yamllint`` reports it.
     """
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError:
-        return 0, []
-    checked = 0
+        return []
+    return [d for d in docs if isinstance(d, dict) and {"apiVersion", "kind"} & d.keys()]
+
+
+def validate_manifests(docs: list[dict[str, Any]]) -> list[str]:
+    """The problems of ``docs`` (every manifest of one answer), each naming kind/name and field."""
     problems: list[str] = []
     for doc in docs:
-        if not isinstance(doc, dict) or not ({"apiVersion", "kind"} & doc.keys()):
-            continue
-        checked += 1
         kind = doc.get("kind")
         meta = doc.get("metadata")
         label = f"{kind}/{meta.get('name', '?')}" if isinstance(meta, dict) else str(kind)
@@ -189,7 +192,29 @@ def validate_manifests(text: str) -> tuple[int, list[str]]:
         if expected and doc.get("apiVersion") != expected:
             problems.append(f"{label}: apiVersion {doc.get('apiVersion')!r} is not {expected!r}")
         problems += _selector_problems(label, doc)
-    return checked, problems
+    return problems + _service_problems(docs)
+
+
+def _service_problems(docs: list[dict[str, Any]]) -> list[str]:
+    pod_labels = []
+    for doc in docs:
+        if doc.get("kind") in _WORKLOAD_KINDS:
+            template = (doc.get("spec") or {}).get("template") or {}
+            labels = (template.get("metadata") or {}).get("labels")
+            if isinstance(labels, dict):
+                pod_labels.append(labels)
+    if not pod_labels:
+        return []
+    problems = []
+    for doc in docs:
+        selector = (doc.get("spec") or {}).get("selector") if doc.get("kind") == "Service" else None
+        if not isinstance(selector, dict) or not selector:
+            continue
+        if not any(all(labels.get(k) == v for k, v in selector.items()) for labels in pod_labels):
+            name = (doc.get("metadata") or {}).get("name", "?")
+            pairs = ", ".join(f"{k}={v}" for k, v in selector.items())
+            problems.append(f"Service/{name}: selector ({pairs}) matches no pod of this answer")
+    return problems
 
 
 def _selector_problems(label: str, doc: Mapping[str, Any]) -> list[str]:

@@ -141,14 +141,10 @@ def k8s_schema_check(answer: str) -> CheckOutcome:
     blocks = blocks_of(answer, "yaml")
     if not blocks:
         return not_applicable("k8s_schema", "no YAML block")
-    errors: list[str] = []
-    manifests = 0
-    for i, code in enumerate(blocks, start=1):
-        checked, problems = _k8s.validate_manifests(code)
-        manifests += checked
-        errors += [f"block {i}: {p}" if len(blocks) > 1 else p for p in problems]
-    if manifests == 0 and not errors:
+    docs = [doc for code in blocks for doc in _k8s.manifests(code)]
+    if not docs:
         return not_applicable("k8s_schema", "no Kubernetes manifest (apiVersion and kind)")
+    errors = _k8s.validate_manifests(docs)
     return findings(
-        "k8s_schema", errors, [], subject="manifests", extra={"manifests": str(manifests)}
+        "k8s_schema", errors, [], subject="manifests", extra={"manifests": str(len(docs))}
     )
