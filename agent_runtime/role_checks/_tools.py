@@ -53,6 +53,14 @@ def find_tool(name: str) -> str:
     return found
 
 
+@cache
+def _path() -> str:
+    """``PATH`` for the linters: this interpreter's scripts first, so that hadolint finds the
+    same shellcheck (it checks ``RUN`` lines with it) wherever Fleet runs, and the findings do
+    not depend on what else the machine has installed."""
+    return os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
+
+
 def run_tool(name: str, args: list[str], stdin: str) -> ToolRun:
     """Run ``name`` with ``args`` on ``stdin``; a missing binary or a timeout is an error."""
     binary = find_tool(name)
@@ -64,7 +72,7 @@ def run_tool(name: str, args: list[str], stdin: str) -> ToolRun:
             text=True,
             timeout=TOOL_TIMEOUT_S,
             check=False,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent", "LANG": "C.UTF-8"},
+            env={"PATH": _path(), "HOME": "/nonexistent", "LANG": "C.UTF-8"},
         )
     except subprocess.TimeoutExpired:
         raise ToolUnavailableError(f"{name} timed out after {TOOL_TIMEOUT_S:g} s") from None

@@ -29,9 +29,11 @@ _HEADING = re.compile(r"(?m)^(#{1,6}\s+\S.*|\*\*[^*\n]{2,80}\*\*:?\s*)$")
 _PARTS = {
     "decision": re.compile(r"(?im)^\W{0,8}(decision|we (will|decide|chose)|chosen option)\b"),
     "alternatives": re.compile(
-        r"(?im)^\W{0,8}(alternatives?|options? considered|considered options?|rejected)\b"
+        r"(?im)^\W{0,8}(alternatives?|options?( considered)?|considered options?|rejected)\b"
     ),
-    "consequences": re.compile(r"(?im)^\W{0,8}(consequences?|trade-?offs?|implications?)\b"),
+    "consequences": re.compile(
+        r"(?im)^\W{0,8}(consequences?|trade-?offs?|implications?|pros and cons)\b"
+    ),
 }
 
 

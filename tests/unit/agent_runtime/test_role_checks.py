@@ -78,6 +78,9 @@ def test_hadolint_flags_add_and_shell_form_cmd() -> None:
         ),
     )
     assert good["hadolint"].passed and good["hadolint"].score == 1.0
+    # RUN lines go through shellcheck too (hadolint finds the one shipped beside Fleet).
+    wipe = fenced("dockerfile", "FROM debian:bookworm-slim\nARG D\nRUN rm -rf $D/*")
+    assert "SC2115" in run("DEVOPS", wipe)["hadolint"].message
 
 
 DEPLOYMENT = """
