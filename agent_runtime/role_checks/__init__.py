@@ -13,6 +13,7 @@ applies, else the base alone. See ``docs/role-checks.md``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -47,6 +48,8 @@ __all__ = [
     "role_checks",
     "unknown_checks",
 ]
+
+log = logging.getLogger(__name__)
 
 ROLE_SHARE = 0.6
 """How much the role checks weigh against the base checks when any applies: more than half,
@@ -94,7 +97,17 @@ def role_checks(role: str, answer: str, config: RoleCheckConfig) -> list[CheckOu
     names = CHECKS_BY_ROLE.get(role.upper(), ())
     if config.weights:
         names = tuple(n for n in names if n in config.weights)
-    return [weighted(_CHECKS[n](answer, config), config.weights.get(n, 1.0)) for n in names]
+    return [weighted(_guarded(n, answer, config), config.weights.get(n, 1.0)) for n in names]
+
+
+def _guarded(name: str, answer: str, config: RoleCheckConfig) -> CheckOutcome:
+    """A check that fails on input its tool cannot take (a bug of ours or of the tool, never
+    the answer's fault) is reported as not applicable, with the error, and scoring goes on."""
+    try:
+        return _CHECKS[name](answer, config)
+    except Exception as e:
+        log.warning("role check %s failed", name, exc_info=True)
+        return not_applicable(name, f"the check failed: {type(e).__name__}: {e}"[:300])
 
 
 def blend(base: float, checks: Sequence[CheckOutcome]) -> float:

@@ -196,35 +196,42 @@ def validate_manifests(docs: list[dict[str, Any]]) -> list[str]:
 
 
 def _service_problems(docs: list[dict[str, Any]]) -> list[str]:
-    pod_labels = []
-    for doc in docs:
-        if doc.get("kind") in _WORKLOAD_KINDS:
-            template = (doc.get("spec") or {}).get("template") or {}
-            labels = (template.get("metadata") or {}).get("labels")
-            if isinstance(labels, dict):
-                pod_labels.append(labels)
+    pod_labels = [
+        labels
+        for doc in docs
+        if doc.get("kind") in _WORKLOAD_KINDS
+        and isinstance(labels := _at(doc, "spec", "template", "metadata", "labels"), dict)
+    ]
     if not pod_labels:
         return []
     problems = []
     for doc in docs:
-        selector = (doc.get("spec") or {}).get("selector") if doc.get("kind") == "Service" else None
+        selector = _at(doc, "spec", "selector") if doc.get("kind") == "Service" else None
         if not isinstance(selector, dict) or not selector:
             continue
         if not any(all(labels.get(k) == v for k, v in selector.items()) for labels in pod_labels):
-            name = (doc.get("metadata") or {}).get("name", "?")
+            name = _at(doc, "metadata", "name") or "?"
             pairs = ", ".join(f"{k}={v}" for k, v in selector.items())
             problems.append(f"Service/{name}: selector ({pairs}) matches no pod of this answer")
     return problems
 
 
+def _at(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]…`` through mappings only; None where any step is not one (a model may
+    write a list or a number anywhere: the schema reports it, this must not crash on it)."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
 def _selector_problems(label: str, doc: Mapping[str, Any]) -> list[str]:
     """A workload whose selector does not match its template's labels is rejected."""
-    spec = doc.get("spec")
-    if not isinstance(spec, dict) or doc.get("kind") not in _WORKLOAD_KINDS:
+    if doc.get("kind") not in _WORKLOAD_KINDS:
         return []
-    selector = (spec.get("selector") or {}).get("matchLabels")
-    template = spec.get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    selector = _at(doc, "spec", "selector", "matchLabels")
+    labels = _at(doc, "spec", "template", "metadata", "labels")
     if not isinstance(selector, dict) or not isinstance(labels, dict):
         return []
     missing = {k: v for k, v in selector.items() if labels.get(k) != v}

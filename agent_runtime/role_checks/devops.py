@@ -22,6 +22,8 @@ import json
 from collections.abc import Callable, Sequence
 from functools import cache
 
+import yaml
+
 from agent_runtime.role_checks import _k8s
 from agent_runtime.role_checks._outcomes import findings, not_applicable
 from agent_runtime.role_checks._tools import MAX_INPUT_CHARS, ToolUnavailableError, run_tool
@@ -111,16 +113,27 @@ def _yamllint_config() -> object:
 
 
 def _yamllint(code: str) -> tuple[list[str], list[str]]:
-    """In process (yamllint is pure Python): no process start per block."""
+    """In process (yamllint is pure Python): no process start per block.
+
+    yamllint itself fails on some malformed input (control characters, some unbalanced
+    flow collections); the YAML parser's own complaint is then the finding."""
     from yamllint import linter
 
+    try:
+        problems = list(linter.run(code, _yamllint_config()))
+    except Exception as e:
+        try:
+            list(yaml.safe_load_all(code))
+        except yaml.YAMLError as syntax:
+            return [f"syntax error: {' '.join(str(syntax).split())[:200]}"], []
+        raise ToolUnavailableError(f"yamllint failed: {type(e).__name__}: {e}") from e
     return _split(
         [
             (
                 "error" if p.rule in _YAML_ERRORS else "info",
                 f"line {p.line}: {p.desc}" + (f" ({p.rule})" if p.rule else ""),
             )
-            for p in linter.run(code, _yamllint_config())
+            for p in problems
         ]
     )
 

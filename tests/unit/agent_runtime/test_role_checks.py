@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+import agent_runtime.role_checks as role_checks_module
 from agent_runtime.api import AssessmentInput, Candidate
 from agent_runtime.checks import assess_candidates, extract_code_blocks, lint_check
 from agent_runtime.role_checks import RoleCheckConfig, role_checks
@@ -264,3 +267,29 @@ def test_the_council_chooses_the_checks_and_their_weights() -> None:
 def test_a_role_without_role_checks_runs_none() -> None:
     assert role_checks("DEV", fenced("python", "x = 1"), RoleCheckConfig()) == []
     assert role_checks("SALES", "anything", RoleCheckConfig()) == []
+
+
+# ----------------------------------------------------------------------------- robustness
+
+
+def test_malformed_answers_are_findings_never_crashes() -> None:
+    # yamllint itself raises on this one; the YAML parser's complaint becomes the finding.
+    crash = run("DEVOPS", fenced("yaml", "}dc'NhUOnY"))["yamllint"]
+    assert not crash.passed and crash.message.startswith("syntax error: while parsing")
+    control = run("DEVOPS", fenced("yaml", "a: b\x0cc"))["yamllint"]
+    assert "unacceptable character" in control.message
+    # Lists and numbers where mappings belong: the schema says so, nothing raises.
+    odd = "apiVersion: apps/v1\nkind: Deployment\nmetadata: 5\nspec:\n  template: 3\n"
+    assert not run("DEVOPS", fenced("yaml", odd))["k8s_schema"].passed
+    assert not run("DATA", fenced("sql", "SELECT * FROM ((("))["sql"].passed
+
+
+def test_a_check_that_fails_is_not_applicable_and_scoring_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(answer: str, config: RoleCheckConfig) -> CheckOutcome:
+        raise RuntimeError("tool crashed")
+
+    monkeypatch.setitem(role_checks_module._CHECKS, "shellcheck", broken)
+    got = run("DEVOPS", fenced("bash", SAFE_SH))["shellcheck"]
+    assert got.message == "not applicable: the check failed: RuntimeError: tool crashed"
