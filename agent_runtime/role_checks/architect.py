@@ -12,7 +12,10 @@
   ``participant``/``actor``, messages ``A->>B: text``); other Mermaid types (class, state, ER,
   gantt, …) are accepted by their header only. PlantUML blocks must open with ``@startuml``
   and close with ``@enduml``, in balance. Limits: no rendering, so a diagram that parses may
-  still draw badly; Mermaid's rarer syntax (``A & B --> C``, markdown strings) is an error.
+  still draw badly; node ids are letters, digits and ``_``; Mermaid's rarer syntax
+  (``A & B --> C``, markdown strings, participants with ``-`` in their name) is an error.
+  Flowchart lines are scanned, not matched by one pattern, so no line can make the parse
+  backtrack (a model's output is hostile input); lines over ``MAX_LINE`` are errors.
 """
 
 from __future__ import annotations
@@ -92,18 +95,77 @@ def plantuml_error(code: str) -> str | None:
 
 # ----------------------------------------------------------------------------- Mermaid
 
-_ID = r"[A-Za-z0-9_][\w.-]*"
-# Node shapes: [[sub]] [(db)] ((circle)) ([stadium]) [/para/] [\alt\] [box] (round) {{hex}}
-# {rhombus} >flag]
-_SHAPES = [r"\[\[.*?\]\]", r"\[\(.*?\)\]", r"\(\(.*?\)\)", r"\(\[.*?\]\)", r"\[/.*?/\]"]
-_SHAPES += [r"\[\\.*?\\\]", r"\[.*?\]", r"\(.*?\)", r"\{\{.*?\}\}", r"\{.*?\}", r">.*?\]"]
-_NODE = rf"{_ID}(?:(?:{'|'.join(_SHAPES)}))?(?::::{_ID})?"
-# Links: --> --- -.-> ==> --x --o, and the labelled -- text --> -. text .-> == text ==>
-_ARROWS = [r"<?(?:-{2,}|={2,}|-?\.+-?)(?:>|x|o)?", r"<?--?\s[^-]*?\s-{2,}>"]
-_ARROWS += [r"<?-\.\s[^.]*?\s\.->", r"<?==\s[^=]*?\s==>"]
-_ARROW = "|".join(_ARROWS)
-_EDGE = re.compile(rf"^{_NODE}(?:\s*(?:{_ARROW})\s*(?:\|[^|]*\|)?\s*{_NODE})+\s*;?$")
-_NODE_ONLY = re.compile(rf"^{_NODE}\s*;?$")
+MAX_LINE = 400
+"""Longer diagram lines are not parsed (an error): every pattern below is then bounded."""
+
+_ID = re.compile(r"[A-Za-z0-9_]+")
+# Node shapes, opener → closer: [[sub]] [(db)] ((circle)) ([stadium]) {{hex}} [/para/] [\alt\]
+# [box] (round) {rhombus} >flag]. Longest opener first; the text up to the closer is free.
+_SHAPES: tuple[tuple[str, str], ...] = (
+    ("[[", "]]"),
+    ("[(", ")]"),
+    ("((", "))"),
+    ("([", "])"),
+    ("{{", "}}"),
+    ("[/", "/]"),
+)
+_SHAPES += (("[\\", "\\]"), ("[", "]"), ("(", ")"), ("{", "}"), (">", "]"))
+_CLASS = re.compile(r":::[A-Za-z0-9_]+")
+# Links: --> --- -.-> ==> --x --o <-->, and the labelled -- text --> -. text .-> == text ==>.
+# One lazy run before a fixed terminator each: linear, whatever the line holds.
+_ARROWS = [
+    re.compile(r"<?--\s[^-|]*?-->"),
+    re.compile(r"<?-\.\s[^.|]*?\.->"),
+    re.compile(r"<?==\s[^=|]*?==>"),
+    re.compile(r"<?(?:-{2,}|={2,}|-\.+-)(?:>|x|o)?"),
+]
+_LINK_TEXT = re.compile(r"\|[^|]*\|")
+
+
+def _skip_space(ln: str, i: int) -> int:
+    while i < len(ln) and ln[i].isspace():
+        i += 1
+    return i
+
+
+def _node_end(ln: str, i: int) -> int | None:
+    """Where the node starting at ``i`` ends, or None when none starts there."""
+    m = _ID.match(ln, i)
+    if m is None:
+        return None
+    i = m.end()
+    for opener, closer in _SHAPES:
+        if ln.startswith(opener, i):
+            close = ln.find(closer, i + len(opener))
+            if close < 0:
+                return None
+            i = close + len(closer)
+            break
+    c = _CLASS.match(ln, i)
+    return c.end() if c else i
+
+
+def _flow_line_parses(ln: str) -> bool:
+    """A node, then any number of (link, optional |text|, node), then an optional ``;``."""
+    i = _node_end(ln, 0)
+    if i is None:
+        return False
+    while True:
+        i = _skip_space(ln, i)
+        if i == len(ln) or ln[i:] == ";":
+            return True
+        link = next((m for a in _ARROWS if (m := a.match(ln, i))), None)
+        if link is None:
+            return False
+        i = _skip_space(ln, link.end())
+        text = _LINK_TEXT.match(ln, i)
+        i = _skip_space(ln, text.end() if text else i)
+        end = _node_end(ln, i)
+        if end is None:
+            return False
+        i = end
+
+
 _FLOW_KEYWORDS = re.compile(r"^(classDef|class|style|linkStyle|click|direction)\b")
 _FLOW_HEADER = re.compile(r"^(graph|flowchart)(\s+(TB|TD|BT|RL|LR))?\s*;?$")
 
@@ -116,7 +178,7 @@ _SEQ_OTHER = re.compile(
     re.IGNORECASE,
 )
 _SEQ_MESSAGE = re.compile(
-    r"^[^\s:>-][^:>-]*?\s*(-{1,2}>>|-{1,2}>|-{1,2}x|-{1,2}\)|<<-{1,2}>>)[+-]?\s*[^:]+:.*$"
+    r"^[^\s:<>-][^:<>-]*(-{1,2}>>|-{1,2}>|-{1,2}x|-{1,2}\)|<<-{1,2}>>)[+-]?[^:<>-]+:.*$"
 )
 _OTHER_HEADERS = re.compile(
     r"^(classDiagram(-v2)?|stateDiagram(-v2)?|erDiagram|gantt|pie|journey|gitGraph|mindmap|timeline|quadrantChart|C4Context|C4Container|requirementDiagram|sankey-beta|xychart-beta|block-beta)\b"
@@ -160,7 +222,9 @@ def _flowchart_error(body: list[str]) -> str | None:
             depth -= 1
             if depth < 0:
                 return f"line {n}: 'end' without 'subgraph'"
-        elif not (_EDGE.match(ln) or _NODE_ONLY.match(ln) or _FLOW_KEYWORDS.match(ln)):
+        elif len(ln) > MAX_LINE:
+            return f"line {n}: longer than {MAX_LINE} characters"
+        elif not (_FLOW_KEYWORDS.match(ln) or _flow_line_parses(ln)):
             return f"line {n}: cannot parse {ln[:60]!r}"
     return f"{depth} 'subgraph' without 'end'" if depth else None
 
@@ -177,6 +241,8 @@ def _sequence_error(body: list[str]) -> str | None:
         elif _SEQ_MIDDLE.match(ln):
             if depth == 0:
                 return f"line {n}: {ln.split()[0]!r} outside a block"
+        elif len(ln) > MAX_LINE:
+            return f"line {n}: longer than {MAX_LINE} characters"
         elif not (_SEQ_DECL.match(ln) or _SEQ_OTHER.match(ln) or _SEQ_MESSAGE.match(ln)):
             return f"line {n}: cannot parse {ln[:60]!r}"
     return f"{depth} block(s) without 'end'" if depth else None

@@ -293,3 +293,13 @@ def test_a_check_that_fails_is_not_applicable_and_scoring_goes_on(
     monkeypatch.setitem(role_checks_module._CHECKS, "shellcheck", broken)
     got = run("DEVOPS", fenced("bash", SAFE_SH))["shellcheck"]
     assert got.message == "not applicable: the check failed: RuntimeError: tool crashed"
+
+
+@pytest.mark.timeout(10)
+def test_a_pathological_diagram_line_is_judged_at_once() -> None:
+    # Forty labelled half-links: a backtracking pattern took minutes on this line.
+    line = "A" + "-- x " * 40 + "!"
+    got = run("ARCHITECT", fenced("mermaid", f"flowchart LR\n{line}"))["diagrams"]
+    assert got.message.startswith("mermaid block 1: line 2: cannot parse 'A-- x -- x")
+    long = run("ARCHITECT", fenced("mermaid", "flowchart LR\n" + "a" * 5000))["diagrams"]
+    assert long.message == "mermaid block 1: line 2: longer than 400 characters"
