@@ -44,9 +44,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.role_checks import RoleCheckConfig, blend, role_checks
-from agent_runtime.role_checks._tools import ToolUnavailableError
-from agent_runtime.role_checks.python_lint import ruff_lint
+from agent_runtime.role_checks import (
+    RoleCheckConfig,
+    ToolUnavailableError,
+    blend,
+    role_checks,
+    ruff_lint,
+)
 from aggregates.values import CheckOutcome
 
 __all__ = [

@@ -43,9 +43,11 @@ __all__ = [
     "CHECKS_BY_ROLE",
     "ROLE_SHARE",
     "RoleCheckConfig",
+    "ToolUnavailableError",
     "blend",
     "is_applicable",
     "role_checks",
+    "ruff_lint",
     "unknown_checks",
 ]
 
