@@ -144,6 +144,10 @@ class AssessmentInput:
     candidates: tuple[Candidate, ...]
     peer_review: bool = False
     """Peers rated the candidates: the score then weighs their ratings (see ``checks``)."""
+    check_weights: Mapping[str, float] = field(default_factory=dict)
+    """The council's role checks and their weights (``role_checks``); empty: all, weight 1."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """The task's metadata, for the checks that read it (``sql_dialect``, ``sql_schema``)."""
 
 
 @dataclass(frozen=True)

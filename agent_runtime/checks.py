@@ -2,16 +2,19 @@
 
 The seed's checks were stubs that always passed, so every score tied and agent 1 always won.
 These checks look at the text. Nothing here ever *executes* model output: "dryrun" is
-``compile()`` (parse and byte-compile, no execution), and "lint" is a static pass over the
-symbol tables that the compiler builds (``symtable``), which finds undefined names and unused
-imports the way pyflakes does for the common cases, with no new dependency.
+``compile()`` (parse and byte-compile, no execution), and "lint" is ruff, a real linter, with
+its correctness rules only (``role_checks.python_lint``: ``E9,F``, pyflakes' findings).
 
 Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
 
 * ``policy``  every role: the answer is non-empty and mentions the requirements; DEV answers must
   also contain a Python code block.
 * ``dryrun``  DEV: every Python code block compiles (``details["mode"] == "compile"``).
-* ``lint``    DEV: no undefined names in the compiling blocks; unused imports are warnings.
+* ``lint``    DEV: ruff finds no error in the compiling blocks (undefined names, misplaced
+  statements, …); unused imports and variables are warnings.
+* role checks (``role_checks``): every role's own tools (shellcheck, hadolint, yamllint, a
+  Kubernetes schema, sqlglot, ruff, the structure of a design, test functions), weighted as
+  the council says; a check that cannot apply says so and does not count.
 
 Score formula (each check's own score is in [0, 1]):
 
@@ -21,7 +24,8 @@ Score formula (each check's own score is in [0, 1]):
 * policy score: empty answer → 0. DEV: ``0.5·has_code + 0.5·cov``. Other roles: ``0.5 + 0.5·cov``.
 * dryrun score: compiling blocks / blocks (0 with no block).
 * lint score: ``max(0, 1/(1 + errors) - 0.05·warnings)`` (0 with no compiling code).
-* total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``.
+* total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``; then the
+  role checks blend in (``role_checks.blend``: ``0.4·total + 0.6·role`` where any applies).
 
 A DEV answer without code therefore scores at most 0.3, and one that compiles and lints clean
 with full coverage scores 1.
@@ -35,14 +39,18 @@ executable checks gate (code that does not compile cannot be rescued by praise, 
 
 from __future__ import annotations
 
-import ast
-import builtins
 import re
-import symtable
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
+from agent_runtime.role_checks import (
+    RoleCheckConfig,
+    ToolUnavailableError,
+    blend,
+    role_checks,
+    ruff_lint,
+)
 from aggregates.values import CheckOutcome
 
 __all__ = [
@@ -72,10 +80,6 @@ WEIGHTS_CODE = {"policy": 0.3, "dryrun": 0.35, "lint": 0.35}
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PY_TAGS = frozenset({"python", "py", "python3", "py3"})
 _WORD = re.compile(r"[a-z0-9_]+")
-_MODULE_NAMES = frozenset(
-    {"__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__", "__package__"}
-    | {"__annotations__", "__dict__", "__path__", "__qualname__", "__module__", "__class__"}
-)
 
 
 @dataclass(frozen=True)
@@ -121,89 +125,18 @@ def _compile_error(code: str) -> str | None:
 
 
 def lint_source(code: str) -> LintReport:
-    """Undefined names (errors) and unused imports (warnings), from the compiler's symbol tables.
+    """Ruff's correctness findings on ``code`` as one module: errors (undefined names, ``return``
+    outside a function, ``is`` against a literal, …) and warnings (unused imports, …).
 
-    Module-level names are those bound anywhere at module level or declared ``global`` and bound
-    in any scope; a name looked up globally (from the module, a function or a class body) that is
-    neither that nor a builtin is undefined. A star import turns the undefined-name pass off,
-    as pyflakes does, because it can bind anything.
+    Replaces a hand-written pass over the compiler's symbol tables: ruff covers all of pyflakes
+    (names used before assignment in a scope, redefinitions, format-string errors) in ~5 ms.
+    Ruff missing or failing is reported as a lint error naming the cause, never as clean code.
     """
     try:
-        top = symtable.symtable(code, "<proposal>", "exec")
-    except (SyntaxError, ValueError, RecursionError) as e:
-        return LintReport(errors=(f"cannot analyse: {e}",), warnings=())
-    tables = _walk(top)
-    module_bound: set[str] = set()
-    for sym in top.get_symbols():
-        if sym.is_assigned() or sym.is_imported() or sym.is_namespace():
-            module_bound.add(sym.get_name())
-    for table in tables:
-        for sym in table.get_symbols():
-            if sym.is_declared_global() and (sym.is_assigned() or sym.is_imported()):
-                module_bound.add(sym.get_name())
-    star_import = _has_star_import(code)
-    known = module_bound | set(dir(builtins)) | _MODULE_NAMES
-    errors: list[str] = []
-    if not star_import:
-        for table in tables:
-            for sym in table.get_symbols():
-                name = sym.get_name()
-                if not sym.is_referenced() or name in known:
-                    continue
-                looked_up_globally = (
-                    table is top and not sym.is_assigned() and not sym.is_imported()
-                ) or (table is not top and sym.is_global())
-                if looked_up_globally:
-                    errors.append(f"undefined name {name!r} in {_scope_name(table)}")
-    warnings = [f"{name!r} imported but unused" for name in _unused_imports(code)]
-    return LintReport(errors=tuple(sorted(set(errors))), warnings=tuple(warnings))
-
-
-def _walk(table: symtable.SymbolTable) -> list[symtable.SymbolTable]:
-    out = [table]
-    for child in table.get_children():
-        out.extend(_walk(child))
-    return out
-
-
-def _scope_name(table: symtable.SymbolTable) -> str:
-    return "module" if table.get_type() == "module" else f"{table.get_type()} {table.get_name()}"
-
-
-def _has_star_import(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return any(
-        isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
-        for n in ast.walk(tree)
-    )
-
-
-def _unused_imports(code: str) -> list[str]:
-    """Module-level imports never used anywhere (a name in ``__all__`` counts as used)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    imported: dict[str, int] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*" or (
-                    isinstance(node, ast.ImportFrom) and node.module == "__future__"
-                ):
-                    continue
-                bound = alias.asname or alias.name.split(".")[0]
-                imported.setdefault(bound, node.lineno)
-    used: set[str] = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            used.add(n.id)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            used.add(n.value)  # __all__ entries and string annotations
-    return [name for name in imported if name not in used]
+        report = ruff_lint(code)
+    except ToolUnavailableError as e:
+        return LintReport(errors=(f"cannot lint: {e}",), warnings=())
+    return LintReport(errors=report.errors, warnings=report.warnings)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -320,7 +253,12 @@ def peer_review_check(candidate: Candidate) -> CheckOutcome:
 
 
 def assess_candidate(
-    candidate: Candidate, role: str, requirements: Sequence[str], *, peer_review: bool = False
+    candidate: Candidate,
+    role: str,
+    requirements: Sequence[str],
+    *,
+    peer_review: bool = False,
+    role_config: RoleCheckConfig | None = None,
 ) -> Assessment:
     """The checks and the total score of one proposal (formula in the module docstring)."""
     policy = policy_check(candidate.content, role, requirements)
@@ -329,6 +267,7 @@ def assess_candidate(
     else:
         blocks = extract_code_blocks(candidate.content)
         checks = (policy, dryrun_check(blocks), lint_check(blocks))
+    checks += tuple(role_checks(role, candidate.content, role_config or RoleCheckConfig()))
     if peer_review:
         checks = (*checks, peer_review_check(candidate))
     return Assessment(candidate.agent_id, _total(checks, role), checks)
@@ -353,6 +292,7 @@ def _total(checks: Sequence[CheckOutcome], role: str) -> float:
         total = by_type["policy"].score
     else:
         total = sum(WEIGHTS_CODE[t] * by_type[t].score for t in WEIGHTS_CODE)
+    total = blend(total, checks)
     peers = by_type.get("peer_review")
     if peers is not None:
         total *= 0.5 + 0.5 * peers.score
@@ -365,7 +305,14 @@ def assess_candidates(request: AssessmentInput) -> list[Assessment]:
     Each score depends only on that candidate's text, the role and the requirements, never on
     its position, so a winner chosen from these scores does not depend on agent order.
     """
+    config = RoleCheckConfig(weights=request.check_weights, metadata=request.metadata)
     return [
-        assess_candidate(c, request.role, request.requirements, peer_review=request.peer_review)
+        assess_candidate(
+            c,
+            request.role,
+            request.requirements,
+            peer_review=request.peer_review,
+            role_config=config,
+        )
         for c in request.candidates
     ]

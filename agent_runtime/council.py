@@ -251,11 +251,12 @@ class LocalAgentRuntime:
         return await self._member(request.role).review(request)
 
     def precheck(self, request: AssessmentInput) -> None:
-        """Nothing to start early: the checks run on this loop either way."""
+        """Nothing to start early: ``assess`` checks on a thread of this process either way."""
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        # Checks are pure and role-aware on their own: no member is needed.
-        return assess_candidates(request)
+        # Checks are pure and role-aware on their own: no member is needed. On a thread: the
+        # linters are processes, and waiting for them must not hold the loop.
+        return await asyncio.to_thread(assess_candidates, request)
 
     async def close(self) -> None:
         await asyncio.gather(*(m.close() for m in self._members.values()))

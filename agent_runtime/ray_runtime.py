@@ -63,8 +63,6 @@ _TRAILING_NUMBER = re.compile(r"(\d+)$")
 DRIVER_GRACE_S = 5.0
 """Extra time the driver waits past a turn's own timeout before giving up on the actor (the
 client enforces the turn's deadline; this only catches a stuck or dead actor)."""
-INLINE_CHECKS_MAX_CHARS = 16_384
-"""Candidates' text up to which ``assess`` checks them on the loop (a few ms of compiling)."""
 PRECHECK_TIMEOUT_S = 30.0
 """How long an early check on an actor may take before ``assess`` checks in this process."""
 PRECHECKS_KEPT = 4096
@@ -401,11 +399,10 @@ class RayAgentRuntime:
 
         In this process rather than on an actor when nobody asked early: the checks only
         compile and lint text the caller already holds (nothing the model wrote is executed;
-        answers are bounded by ``max_tokens``), about 0.3 ms per candidate, while a Ray round
-        trip is 1-20 ms on a loaded machine and would sit on the critical path. Small inputs
-        are checked on the loop itself: compiling holds the GIL, so a worker thread would not
-        let the loop run meanwhile, only add two thread hand-offs; large ones go to a thread,
-        so that one long answer cannot stall the loop for long.
+        answers are bounded by ``max_tokens``), while a Ray round trip is 1-20 ms on a loaded
+        machine and would sit on the critical path. Always on a worker thread: the linters
+        (ruff, shellcheck, hadolint) are processes, 5-20 ms each, whose waits release the GIL,
+        so the loop runs meanwhile.
         """
         if self._closed:
             raise AgentRuntimeError(f"runtime is closed (assessment of {request.deliberation_id})")
@@ -418,10 +415,7 @@ class RayAgentRuntime:
         rest = [c for i, c in enumerate(request.candidates) if i not in out]
         if rest:
             left = replace(request, candidates=tuple(rest))
-            if sum(len(c.content) for c in rest) <= INLINE_CHECKS_MAX_CHARS:
-                here = iter(assess_candidates(left))
-            else:
-                here = iter(await asyncio.to_thread(assess_candidates, left))
+            here = iter(await asyncio.to_thread(assess_candidates, left))
             for i in range(len(request.candidates)):
                 if i not in out:
                     out[i] = next(here)

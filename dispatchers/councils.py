@@ -6,19 +6,25 @@ Shape (every field optional; agent ``i`` of a deliberation takes entry ``i`` mod
     {"DEV": {"agents": [{"model": "Qwen/Qwen3-0.6B", "temperature": 0.2, "seed": 1,
                           "persona": "You care most about edge cases."},
                          {"temperature": 0.9}]},
-     "QA": [{"temperature": 0.5}]}
+     "QA": [{"temperature": 0.5}],
+     "DEVOPS": {"checks": {"shellcheck": 1.0, "yamllint": 0.5}}}
 
 A role without an entry (or a field left out) keeps ``sampling.council_sampling``'s spread, so a
 council is diverse by default and configured where someone cared to.
+
+``checks`` names the role checks the council runs and their weights (``role_checks``; a list
+of names gives each weight 1); without it the role runs all of its checks at weight 1.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_runtime.api import Sampling
+from agent_runtime.role_checks.names import CHECKS_BY_ROLE, unknown_checks
 from aggregates import Role
 from application.councils import CouncilAgentView, CouncilView
 from dispatchers.sampling import council_sampling
@@ -40,6 +46,12 @@ class AgentSpec:
 @dataclass(frozen=True)
 class Councils:
     by_role: Mapping[str, tuple[AgentSpec, ...]] = field(default_factory=dict)
+    checks: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Role → its role checks' weights (only the roles whose council names them)."""
+
+    def check_weights(self, role: str) -> Mapping[str, float]:
+        """The role checks ``role``'s council runs, with weights; empty: all, weight 1."""
+        return self.checks.get(role.upper(), {})
 
     def sampling(self, role: str, index: int, model: str, max_tokens: int) -> Sampling:
         """Agent ``index``'s sampling: the configured spec over the default spread."""
@@ -65,11 +77,14 @@ def parse_councils(data: Mapping[str, Any]) -> Councils:
         CouncilConfigError: an unknown role, or a field of the wrong type.
     """
     out: dict[str, tuple[AgentSpec, ...]] = {}
+    checks: dict[str, Mapping[str, float]] = {}
     for raw_role, value in data.items():
         try:
             role = Role.parse(str(raw_role)).value
         except ValueError as e:
             raise CouncilConfigError(f"councils: {e}") from None
+        if isinstance(value, Mapping) and "checks" in value:
+            checks[role] = parse_check_weights(role, value["checks"])
         agents = value.get("agents", []) if isinstance(value, Mapping) else value
         if not isinstance(agents, list):
             raise CouncilConfigError(f"councils.{role}: agents must be a list")
@@ -92,7 +107,7 @@ def parse_councils(data: Mapping[str, Any]) -> Councils:
             except (TypeError, ValueError) as e:
                 raise CouncilConfigError(f"councils.{role}.agents[{i}]: {e}") from None
         out[role] = tuple(specs)
-    return Councils(out)
+    return Councils(out, checks)
 
 
 DEFAULT_COUNCIL_SIZE = 3
@@ -123,3 +138,31 @@ def startup_councils(
                         agents=agents, model=model)
         )  # fmt: skip
     return out
+
+
+def parse_check_weights(role: str, raw: object) -> dict[str, float]:
+    """``councils.<ROLE>.checks``: a mapping of check name to weight, or a list of names.
+
+    Raises:
+        CouncilConfigError: not a mapping or list, an unknown check for the role (the message
+            lists the role's checks), or a weight that is not a finite number >= 0.
+    """
+    where = f"councils.{role}.checks"
+    if isinstance(raw, list):
+        raw = {str(name): 1.0 for name in raw}
+    if not isinstance(raw, Mapping):
+        msg = f"{where} must be a mapping of check name to weight, or a list of names"
+        raise CouncilConfigError(msg)
+    unknown = unknown_checks(role, [str(k) for k in raw])
+    if unknown:
+        known = ", ".join(CHECKS_BY_ROLE.get(role, ())) or "none"
+        msg = f"{where}: unknown check {unknown[0]!r} for {role} (its checks: {known})"
+        raise CouncilConfigError(msg)
+    weights: dict[str, float] = {}
+    for name, weight in raw.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise CouncilConfigError(f"{where}.{name}: weight must be a number, got {weight!r}")
+        if not math.isfinite(weight) or weight < 0:
+            raise CouncilConfigError(f"{where}.{name}: weight must be finite and >= 0")
+        weights[str(name)] = float(weight)
+    return weights

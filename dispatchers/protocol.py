@@ -189,6 +189,8 @@ class DeliberationProtocol(ArchitectStep):
                 Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
             ),
             peer_review=self._peer_review(d) and len(final) >= 2,
+            check_weights=self._options.councils.check_weights(d.role.value),
+            metadata=dict(d.metadata),
         )
 
     def _precheck(self, d: Deliberation) -> None:

@@ -80,7 +80,12 @@ def _checks(suite: pb.CheckSuite) -> str:
         parts.append(("lint", suite.lint.passed))
     if suite.HasField("dryrun"):
         parts.append(("compile", suite.dryrun.passed))
-    parts += [(c.check_type, c.passed) for c in suite.additional_checks]
+    # A role check that had nothing to judge ("not applicable") neither passed nor failed.
+    parts += [
+        (c.check_type, c.passed)
+        for c in suite.additional_checks
+        if c.details.get("applicable") != "false"
+    ]
     return " ".join(f"{n}{'✓' if ok else '✗'}" for n, ok in parts) or "-"
 
 

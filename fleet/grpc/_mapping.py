@@ -69,9 +69,7 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
                 pb.PolicyResult(passed=c.passed, violations=errors, message=c.message)
             )
         elif c.check_type == "lint":
-            suite.lint.CopyFrom(
-                pb.LintResult(passed=c.passed, error_count=len(errors), errors=errors)
-            )
+            suite.lint.CopyFrom(lint_result(c, errors))
         elif c.check_type in ("dryrun", "compile"):
             suite.dryrun.CopyFrom(
                 pb.DryRunResult(passed=c.passed, exit_code=0 if c.passed else 1, message=c.message)
@@ -87,6 +85,17 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
                 )
             )
     return suite
+
+
+def lint_result(c: CheckOutcome, fallback: list[str]) -> pb.LintResult:
+    """The seed's LintResult from the lint check's counts and findings (ruff's, one per line)."""
+    listed = [e for e in c.details.get("errors", "").split("; ") if e] or fallback
+    return pb.LintResult(
+        passed=c.passed,
+        error_count=int(c.details.get("error_count", len(listed))),
+        warning_count=int(c.details.get("warning_count", "0")),
+        errors=listed,
+    )
 
 
 def result(r: ResultView, role: str, created_at_ms: int) -> pb.DeliberationResult:

@@ -79,11 +79,19 @@ def test_score_does_not_depend_on_candidate_order() -> None:
     assert {a.agent_id: a.score for a in fwd} == {a.agent_id: a.score for a in rev}
 
 
-def test_other_roles_get_policy_only() -> None:
-    got = checks_by_type("Test plan: validate the input with empty and huge strings.", role="QA")
-    assert got == {"policy": (True, 1.0)}
-    assert checks_by_type("Some unrelated words.", role="QA") == {"policy": (True, 0.5)}
-    assert checks_by_type("   ", role="QA") == {"policy": (False, 0.0)}
+def test_other_roles_score_on_policy_when_their_role_checks_cannot_apply() -> None:
+    def qa(text: str) -> tuple[float, dict[str, tuple[bool, float]]]:
+        [a] = assess_candidates(AssessmentInput("d", "QA", "t", "", REQS, (Candidate("a", text),)))
+        policy = {c.check_type: (c.passed, c.score) for c in a.checks if c.check_type == "policy"}
+        for c in a.checks:
+            if c.check_type != "policy":
+                assert c.message.startswith("not applicable: "), c
+        return a.score, policy
+
+    got = qa("Test plan: validate the input with empty and huge strings.")
+    assert got == (1.0, {"policy": (True, 1.0)})
+    assert qa("Some unrelated words.") == (0.5, {"policy": (True, 0.5)})
+    assert qa("   ") == (0.0, {"policy": (False, 0.0)})
 
 
 def test_dev_answer_without_code_violates_policy() -> None:
@@ -103,7 +111,6 @@ def test_code_block_extraction() -> None:
 def test_lint_scopes() -> None:
     code = """
 import os, sys
-from typing import *
 def f(a, b=2):
     xs = [i * a for i in range(b)]
     def g():
@@ -120,10 +127,10 @@ print(G, C, f)
 """
     report = lint_source(code)
     assert report.errors == ()
-    assert report.warnings == ("'sys' imported but unused",)
+    assert report.warnings == ("line 2: F401 `sys` imported but unused",)
     assert lint_source("def f():\n    return g\nclass K:\n    v = nope\n").errors == (
-        "undefined name 'g' in function f",
-        "undefined name 'nope' in class K",
+        "line 2: F821 Undefined name `g`",
+        "line 4: F821 Undefined name `nope`",
     )
 
 

@@ -1,0 +1,119 @@
+"""Checks that judge each role's kind of answer with the field's own tools.
+
+``role_checks(role, answer, config)`` returns one ``CheckOutcome`` per check the role runs
+(``names.CHECKS_BY_ROLE``, or the council's configured subset), each with its weight in its
+details; a check that finds nothing of its kind in the answer says "not applicable: <reason>"
+and does not count. Pure functions of the text, the role and the configuration: the linters
+(ruff, shellcheck, hadolint) read the text on stdin; nothing the model wrote is executed.
+
+Scoring (``blend``): the role checks' weighted mean ``r`` joins the base score ``b`` (policy,
+and for DEV dryrun and lint) as ``b·(1 − ROLE_SHARE) + r·ROLE_SHARE`` when at least one check
+applies, else the base alone. See ``docs/role-checks.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agent_runtime.role_checks._outcomes import (
+    findings,
+    is_applicable,
+    not_applicable,
+    role_score,
+    weighted,
+)
+from agent_runtime.role_checks._tools import ToolUnavailableError
+from agent_runtime.role_checks.architect import decisions_check, diagrams_check, sections_check
+from agent_runtime.role_checks.blocks import blocks_of
+from agent_runtime.role_checks.data import sql_check
+from agent_runtime.role_checks.devops import (
+    hadolint_check,
+    k8s_schema_check,
+    shellcheck_check,
+    yamllint_check,
+)
+from agent_runtime.role_checks.names import CHECKS_BY_ROLE, unknown_checks
+from agent_runtime.role_checks.python_lint import ruff_lint
+from agent_runtime.role_checks.qa import qa_tests_check
+from aggregates.values import CheckOutcome
+
+__all__ = [
+    "CHECKS_BY_ROLE",
+    "ROLE_SHARE",
+    "RoleCheckConfig",
+    "ToolUnavailableError",
+    "blend",
+    "is_applicable",
+    "role_checks",
+    "ruff_lint",
+    "unknown_checks",
+]
+
+log = logging.getLogger(__name__)
+
+ROLE_SHARE = 0.6
+"""How much the role checks weigh against the base checks when any applies: more than half,
+because for the roles without code the base is only "non-empty and mentions the requirements"."""
+
+
+@dataclass(frozen=True)
+class RoleCheckConfig:
+    """What the council and the task say about the role checks of one deliberation."""
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+    """Check name → weight. Empty: every check of the role, weight 1. Otherwise only the
+    named checks run (a weight of 0 runs it for the record without counting)."""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """The task's metadata (``sql_dialect``, ``sql_schema``)."""
+
+
+def _python_lint(answer: str) -> CheckOutcome:
+    blocks = blocks_of(answer, "python")
+    if not blocks:
+        return not_applicable("ruff", "no Python block")
+    try:
+        report = ruff_lint("\n\n".join(blocks))
+    except ToolUnavailableError as e:
+        return not_applicable("ruff", str(e))
+    return findings("ruff", report.errors, report.warnings, subject="Python")
+
+
+_CHECKS: Mapping[str, Callable[[str, RoleCheckConfig], CheckOutcome]] = {
+    "test_structure": lambda a, _c: qa_tests_check(a),
+    "sections": lambda a, _c: sections_check(a),
+    "decisions": lambda a, _c: decisions_check(a),
+    "diagrams": lambda a, _c: diagrams_check(a),
+    "shellcheck": lambda a, _c: shellcheck_check(a),
+    "hadolint": lambda a, _c: hadolint_check(a),
+    "yamllint": lambda a, _c: yamllint_check(a),
+    "k8s_schema": lambda a, _c: k8s_schema_check(a),
+    "sql": lambda a, c: sql_check(a, c.metadata),
+    "ruff": lambda a, _c: _python_lint(a),
+}
+
+
+def role_checks(role: str, answer: str, config: RoleCheckConfig) -> list[CheckOutcome]:
+    """The role's checks on ``answer``, in ``CHECKS_BY_ROLE`` order, each with its weight."""
+    names = CHECKS_BY_ROLE.get(role.upper(), ())
+    if config.weights:
+        names = tuple(n for n in names if n in config.weights)
+    return [weighted(_guarded(n, answer, config), config.weights.get(n, 1.0)) for n in names]
+
+
+def _guarded(name: str, answer: str, config: RoleCheckConfig) -> CheckOutcome:
+    """A check that fails on input its tool cannot take (a bug of ours or of the tool, never
+    the answer's fault) is reported as not applicable, with the error, and scoring goes on."""
+    try:
+        return _CHECKS[name](answer, config)
+    except Exception as e:
+        log.warning("role check %s failed", name, exc_info=True)
+        return not_applicable(name, f"the check failed: {type(e).__name__}: {e}"[:300])
+
+
+def blend(base: float, checks: Sequence[CheckOutcome]) -> float:
+    """The base score with the role checks among ``checks`` folded in (module docstring)."""
+    names = {n for ns in CHECKS_BY_ROLE.values() for n in ns}
+    r = role_score([c for c in checks if c.check_type in names])
+    return base if r is None else base * (1 - ROLE_SHARE) + r * ROLE_SHARE

@@ -1,0 +1,305 @@
+"""Each role check on answers it should pass and answers it should fail, with the real tools
+(ruff, shellcheck, hadolint, yamllint, jsonschema, sqlglot), and how their weights score."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_runtime.role_checks as role_checks_module
+from agent_runtime.api import AssessmentInput, Candidate
+from agent_runtime.checks import assess_candidates, extract_code_blocks, lint_check
+from agent_runtime.role_checks import RoleCheckConfig, role_checks
+from aggregates.values import CheckOutcome
+
+
+def fenced(lang: str, code: str) -> str:
+    return f"My answer:\n\n```{lang}\n{code.strip()}\n```\n"
+
+
+def run(
+    role: str,
+    answer: str,
+    *,
+    weights: dict[str, float] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> dict[str, CheckOutcome]:
+    config = RoleCheckConfig(weights=weights or {}, metadata=metadata or {})
+    return {o.check_type: o for o in role_checks(role, answer, config)}
+
+
+def applies(o: CheckOutcome) -> bool:
+    return not o.message.startswith("not applicable: ")
+
+
+# ----------------------------------------------------------------------------- Python (ruff)
+
+
+def test_ruff_lint_catches_an_undefined_name_and_an_unused_import() -> None:
+    code = "import os\n\ndef area(r):\n    return pi * r * r\n"
+    outcome = lint_check(extract_code_blocks(fenced("python", code)))
+    assert not outcome.passed
+    assert outcome.details["error_count"] == "1" and outcome.details["warning_count"] == "1"
+    assert "F821 Undefined name `pi`" in outcome.details["errors"]
+    assert "F401 `os` imported but unused" in outcome.details["warnings"]
+    clean = lint_check(extract_code_blocks(fenced("python", "def area(r):\n    return r * r\n")))
+    assert clean.passed and clean.score == 1.0
+
+
+def test_data_python_is_linted_by_ruff_too() -> None:
+    bad = run("DATA", fenced("python", "def total(rows):\n    return sum(r[col] for r in rows)"))
+    assert not bad["ruff"].passed and "`col`" in bad["ruff"].message
+    good = run("DATA", fenced("python", "def total(rows):\n    return sum(r['v'] for r in rows)"))
+    assert good["ruff"].passed and good["ruff"].score == 1.0
+
+
+# ----------------------------------------------------------------------------- DEVOPS
+
+SAFE_SH = '#!/bin/bash\nset -euo pipefail\ncp -r "$1"/. "$2"/\n'
+UNSAFE_SH = "#!/bin/bash\ncd $1\nfor f in $(ls *.txt); do cp $f /tmp; done\n"
+
+
+def test_shellcheck_flags_unquoted_variables_and_unchecked_cd() -> None:
+    bad = run("DEVOPS", fenced("bash", UNSAFE_SH))["shellcheck"]
+    assert not bad.passed and bad.score < 0.5
+    assert "SC2164" in bad.details["errors"] and "SC2045" in bad.details["errors"]
+    assert "SC2086" in bad.details["warnings"]  # unquoted: shellcheck's "info" level
+    good = run("DEVOPS", fenced("sh", SAFE_SH))["shellcheck"]
+    assert good.passed and good.score == 1.0
+
+
+def test_hadolint_flags_add_and_shell_form_cmd() -> None:
+    bad = run(
+        "DEVOPS", fenced("dockerfile", "FROM python:3.12-slim\nADD . /app\nCMD python /app/a.py")
+    )
+    assert not bad["hadolint"].passed
+    assert "DL3020" in bad["hadolint"].details["errors"]
+    assert "DL3025" in bad["hadolint"].details["errors"]
+    good = run(
+        "DEVOPS",
+        fenced(
+            "dockerfile", 'FROM python:3.12-slim\nWORKDIR /app\nCOPY . .\nCMD ["python", "a.py"]'
+        ),
+    )
+    assert good["hadolint"].passed and good["hadolint"].score == 1.0
+    # RUN lines go through shellcheck too (hadolint finds the one shipped beside Fleet).
+    wipe = fenced("dockerfile", "FROM debian:bookworm-slim\nARG D\nRUN rm -rf $D/*")
+    assert "SC2115" in run("DEVOPS", wipe)["hadolint"].message
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: LABEL
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.27
+          ports:
+            - containerPort: PORT
+"""
+
+
+def deployment(label: str = "web", port: str = "80") -> str:
+    return DEPLOYMENT.replace("LABEL", label).replace("PORT", port)
+
+
+def test_yamllint_flags_a_duplicate_key_and_broken_yaml() -> None:
+    dup = run("DEVOPS", fenced("yaml", "a: 1\nb: 2\na: 3\n"))["yamllint"]
+    assert not dup.passed and "key-duplicates" in dup.message
+    broken = run("DEVOPS", fenced("yaml", "a: [1, 2\nb: 2\n"))["yamllint"]
+    assert not broken.passed and "syntax error" in broken.message
+    assert run("DEVOPS", fenced("yaml", deployment()))["yamllint"].passed
+
+
+def test_k8s_schema_catches_what_the_api_server_would_refuse() -> None:
+    assert run("DEVOPS", fenced("yaml", deployment()))["k8s_schema"].score == 1.0
+    mismatch = run("DEVOPS", fenced("yaml", deployment(label="webapp")))["k8s_schema"]
+    assert not mismatch.passed and "do not match the template's labels" in mismatch.message
+    string_port = run("DEVOPS", fenced("yaml", deployment(port='"80"')))["k8s_schema"]
+    assert "containerPort: '80' is not of type 'integer'" in string_port.message
+    service = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n" + (
+        "    app: api\n  ports:\n    - port: 80\n"
+    )
+    orphan = run("DEVOPS", fenced("yaml", deployment() + "---\n" + service))["k8s_schema"]
+    assert "Service/web: selector (app=api) matches no pod of this answer" in orphan.message
+    bad_name = run(
+        "DEVOPS", fenced("yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: My_Secret\n")
+    )
+    assert "metadata.name" in bad_name["k8s_schema"].message
+    plain = run("DEVOPS", fenced("yaml", "retries: 3\n"))["k8s_schema"]
+    assert plain.message == "not applicable: no Kubernetes manifest (apiVersion and kind)"
+
+
+def test_devops_answer_without_blocks_scores_on_policy_alone() -> None:
+    text = "Use a blue-green rollout with a health check before switching traffic."
+    outcomes = run("DEVOPS", text)
+    assert set(outcomes) == {"shellcheck", "hadolint", "yamllint", "k8s_schema"}
+    assert not any(applies(o) for o in outcomes.values())
+    [a] = assess_candidates(AssessmentInput("d", "DEVOPS", "t", "", (), (Candidate("a", text),)))
+    policy = next(c for c in a.checks if c.check_type == "policy")
+    assert a.score == policy.score
+
+
+# ----------------------------------------------------------------------------- DATA (SQL)
+
+SCHEMA = '{"orders": {"id": "int", "customer_id": "int", "total": "double"}}'
+
+
+def test_sql_is_parsed_for_the_tasks_dialect() -> None:
+    mysql = fenced("sql", "SELECT `id`, total FROM orders")
+    assert not run("DATA", mysql)["sql"].passed  # postgres by default: backticks do not parse
+    ok = run("DATA", mysql, metadata={"sql_dialect": "mysql"})["sql"]
+    assert ok.passed and ok.details["dialect"] == "mysql"
+    unknown = run("DATA", mysql, metadata={"sql_dialect": "cobol"})["sql"]
+    assert unknown.message == "not applicable: metadata.sql_dialect: unknown SQL dialect 'cobol'"
+
+
+def test_sql_with_the_tasks_schema_finds_unknown_columns() -> None:
+    meta = {"sql_schema": SCHEMA}
+    good = run(
+        "DATA",
+        fenced("sql", "SELECT customer_id, SUM(total) FROM orders GROUP BY 1"),
+        metadata=meta,
+    )
+    assert good["sql"].passed and good["sql"].score == 1.0
+    typo = run(
+        "DATA", fenced("sql", "SELECT customer, SUM(total) FROM orders GROUP BY 1"), metadata=meta
+    )
+    assert not typo["sql"].passed and "customer" in typo["sql"].message
+    broken = run("DATA", fenced("sql", "SELECT FROM WHERE orders"))["sql"]
+    assert not broken.passed and broken.message.startswith("postgres cannot parse")
+
+
+# ----------------------------------------------------------------------------- ARCHITECT
+
+DESIGN = """
+# Context
+Scoring must judge correctness.
+
+## Decision
+We will run candidates in a bubblewrap sandbox.
+
+## Alternatives considered
+Docker (needs a daemon), gVisor (heavier).
+
+## Consequences
+Linux only; a host without namespaces records the checks as not run.
+
+```mermaid
+flowchart LR
+  API[gRPC API] -->|assess| Runtime(Agent runtime)
+  Runtime --> Sandbox{{bwrap}}
+```
+"""
+
+
+def test_a_design_with_sections_an_adr_and_a_diagram_passes() -> None:
+    got = run("ARCHITECT", DESIGN)
+    assert {k: (o.passed, o.score) for k, o in got.items()} == {
+        "sections": (True, 1.0),
+        "decisions": (True, 1.0),
+        "diagrams": (True, 1.0),
+    }
+
+
+def test_a_blob_of_prose_with_a_broken_diagram_fails_each_part() -> None:
+    text = "I think we should use a sandbox.\n\n```mermaid\nflowchart LR\n  A -->\n```\n"
+    got = run("ARCHITECT", text)
+    assert got["sections"].message == "no section headings"
+    assert got["decisions"].details["error_count"] == "3"  # no decision, alternatives, consequences
+    assert got["diagrams"].message == "mermaid block 1: line 2: cannot parse 'A -->'"
+    plantuml = run("ARCHITECT", "```plantuml\n@startuml\nA -> B\n```")["diagrams"]
+    assert plantuml.message == "plantuml block 1: no @enduml"
+
+
+def test_sequence_diagrams_must_close_their_blocks() -> None:
+    good = "```mermaid\nsequenceDiagram\n  participant C\n  C->>S: call\n"
+    good += "  alt ok\n  S-->>C: done\n  end\n```"
+    assert run("ARCHITECT", good)["diagrams"].passed
+    assert not run("ARCHITECT", good.replace("  end\n", ""))["diagrams"].passed
+
+
+# ----------------------------------------------------------------------------- QA
+
+
+def test_qa_tests_must_parse_and_define_asserting_test_functions() -> None:
+    good = fenced("python", "from solution import f\n\ndef test_f():\n    assert f(2) == 4\n")
+    assert run("QA", good)["test_structure"].score == 1.0
+    none = run("QA", fenced("python", "x = 1\n"))["test_structure"]
+    assert none.message == "no test function (test_* or Test*.test_*)"
+    hollow = run("QA", fenced("python", "class TestF:\n    def test_f(self):\n        pass\n"))
+    assert hollow["test_structure"].passed and hollow["test_structure"].score == 0.95
+    assert not run("QA", fenced("python", "def test_f(:\n"))["test_structure"].passed
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def score(role: str, text: str, weights: dict[str, float]) -> float:
+    cand = (Candidate("a", text),)
+    [a] = assess_candidates(AssessmentInput("d", role, "t", "", (), cand, check_weights=weights))
+    return a.score
+
+
+def test_the_council_chooses_the_checks_and_their_weights() -> None:
+    answer = fenced("bash", UNSAFE_SH) + fenced("yaml", deployment())
+    only_shell = run("DEVOPS", answer, weights={"shellcheck": 2.0})
+    assert list(only_shell) == ["shellcheck"] and only_shell["shellcheck"].details["weight"] == "2"
+    # Shell weighs more: the unsafe script costs more of the score.
+    assert score("DEVOPS", answer, {"shellcheck": 3, "yamllint": 1}) < score(
+        "DEVOPS", answer, {"shellcheck": 1, "yamllint": 3}
+    )
+    # A weight of 0 runs the check for the record without counting it.
+    muted = score("DEVOPS", answer, {"shellcheck": 0, "yamllint": 1})
+    assert muted == score("DEVOPS", answer, {"yamllint": 1})
+
+
+def test_a_role_without_role_checks_runs_none() -> None:
+    assert role_checks("DEV", fenced("python", "x = 1"), RoleCheckConfig()) == []
+    assert role_checks("SALES", "anything", RoleCheckConfig()) == []
+
+
+# ----------------------------------------------------------------------------- robustness
+
+
+def test_malformed_answers_are_findings_never_crashes() -> None:
+    # yamllint itself raises on this one; the YAML parser's complaint becomes the finding.
+    crash = run("DEVOPS", fenced("yaml", "}dc'NhUOnY"))["yamllint"]
+    assert not crash.passed and crash.message.startswith("syntax error: while parsing")
+    control = run("DEVOPS", fenced("yaml", "a: b\x0cc"))["yamllint"]
+    assert "unacceptable character" in control.message
+    # Lists and numbers where mappings belong: the schema says so, nothing raises.
+    odd = "apiVersion: apps/v1\nkind: Deployment\nmetadata: 5\nspec:\n  template: 3\n"
+    assert not run("DEVOPS", fenced("yaml", odd))["k8s_schema"].passed
+    assert not run("DATA", fenced("sql", "SELECT * FROM ((("))["sql"].passed
+
+
+def test_a_check_that_fails_is_not_applicable_and_scoring_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(answer: str, config: RoleCheckConfig) -> CheckOutcome:
+        raise RuntimeError("tool crashed")
+
+    monkeypatch.setitem(role_checks_module._CHECKS, "shellcheck", broken)
+    got = run("DEVOPS", fenced("bash", SAFE_SH))["shellcheck"]
+    assert got.message == "not applicable: the check failed: RuntimeError: tool crashed"
+
+
+@pytest.mark.timeout(10)
+def test_a_pathological_diagram_line_is_judged_at_once() -> None:
+    # Forty labelled half-links: a backtracking pattern took minutes on this line.
+    line = "A" + "-- x " * 40 + "!"
+    got = run("ARCHITECT", fenced("mermaid", f"flowchart LR\n{line}"))["diagrams"]
+    assert got.message.startswith("mermaid block 1: line 2: cannot parse 'A-- x -- x")
+    long = run("ARCHITECT", fenced("mermaid", "flowchart LR\n" + "a" * 5000))["diagrams"]
+    assert long.message == "mermaid block 1: line 2: longer than 400 characters"
