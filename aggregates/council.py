@@ -159,6 +159,14 @@ class Council(Aggregate):
     class AgentUnregistered(Event):
         agent_id: str
 
+    class Configured(Event):
+        """The node's start-up configuration (``digest`` of it) was applied; these members are
+        the ones it named, so a later configuration removes only those, never an agent someone
+        registered through the API."""
+
+        digest: str
+        agent_ids: list[str]
+
     class Deleted(Event):
         """The council closed; these members left with it."""
 
@@ -203,6 +211,8 @@ class Council(Aggregate):
         self.members: dict[str, Member] = {}
         self.deleted = False
         self.event_time: datetime | None = None
+        self.config_digest = ""
+        self.config_members: list[str] = []
         self._apply_settings(
             model, endpoint, deliberation_rounds, enable_peer_review, agent_type, custom_params
         )
@@ -382,6 +392,44 @@ class Council(Aggregate):
     def _deleted(self, agents_removed: list[str]) -> None:
         self.deleted = True
         self.members = {}
+
+    def configure(
+        self, digest: str, settings: CouncilSettings, agents: list[tuple[str, str]]
+    ) -> bool:
+        """Apply start-up configuration ``digest``: members ``agents`` as (agent id, model).
+
+        Returns False (records nothing) when this digest is the last one applied, so a restart
+        changes nothing. Otherwise it re-opens a deleted council, unregisters the members the
+        previous configuration named and this one does not, registers the new ones and changes
+        the model of those whose model changed; members registered through the API stay.
+        """
+        if digest == self.config_digest:
+            return False
+        if self.deleted:
+            self.recreate(settings)
+        wanted = [check_agent_id(a) for a, _ in agents]
+        for aid in self.config_members:
+            if aid in self.members and aid not in wanted:
+                self.unregister(aid)
+        for aid, model in agents:
+            have = self.members.get(aid)
+            if have is None:
+                self.register(aid, model=model)
+            elif have.model != model.strip():
+                self.reconfigure(
+                    aid,
+                    model=model,
+                    endpoint=have.endpoint,
+                    model_profile=have.model_profile,
+                    metadata=have.metadata,
+                )
+        self._configured(digest=digest, agent_ids=wanted)
+        return True
+
+    @event(Configured)
+    def _configured(self, digest: str, agent_ids: list[str]) -> None:
+        self.config_digest = digest
+        self.config_members = list(agent_ids)
 
     def _member(self, agent_id: str) -> Member:
         aid = agent_id.strip()
