@@ -1,4 +1,4 @@
-"""Councils on the event store: ``CouncilDirectory`` (the read side) and the writes that change them.
+"""Councils on the event store: ``CouncilDirectory`` (the read side) and the writes to them.
 
 Reads are served from a view per role kept in memory: loaded from the events at ``start``, then
 refreshed from the node's event feed whenever a council event lands (another node's write), and
@@ -407,25 +407,25 @@ class CouncilEventStore:
         """Make the councils what the node's configuration says, as events; returns the roles
         changed. A configuration already applied (its digest recorded) changes nothing: a
         restart records nothing, and two nodes starting together apply it once."""
-        changed: list[str] = []
+        changed = []
         for role, want in sorted(desired.items()):
-            r = Role.parse(role).value
-            digest = want.digest()
-            applied = False
-
-            def change(
-                c: Council | None, want: DesiredCouncil = want, digest: str = digest
-            ) -> Council:
-                nonlocal applied
-                if c is None:
-                    c = Council.create(r, want.settings)
-                applied = c.configure(digest, want.settings, list(want.agents))
-                return c
-
-            current = await asyncio.to_thread(self._load, r)
-            if current is not None and current.config_digest == digest:
-                continue
-            await self._change(r, change)
-            if applied:
-                changed.append(r)
+            if await self._configure(Role.parse(role).value, want):
+                changed.append(Role.parse(role).value)
         return changed
+
+    async def _configure(self, role: str, want: DesiredCouncil) -> bool:
+        digest = want.digest()
+        current = await asyncio.to_thread(self._load, role)
+        if current is not None and current.config_digest == digest:
+            return False
+        applied = False
+
+        def change(c: Council | None) -> Council:
+            nonlocal applied
+            if c is None:
+                c = Council.create(role, want.settings)
+            applied = c.configure(digest, want.settings, list(want.agents))
+            return c
+
+        await self._change(role, change)
+        return applied
