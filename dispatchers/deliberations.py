@@ -60,13 +60,16 @@ from aggregates import (
     DeliberationClosedError,
     DeliberationStatus,
 )
+from application.councils import CouncilDirectory
 from application.ports import DeliberationStore, EventFeed
+from dispatchers.councils import seat
 from dispatchers.ports import Claim, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
     DispatcherOptions,
     retrieved,
     start_change,
+    start_seated,
     utc_now,
 )
 from lifecycle import BackgroundService
@@ -105,8 +108,11 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         clock: Callable[[], datetime] = utc_now,
         sampling: Callable[[str, int, str], Sampling] | None = None,
         work_queue: WorkQueue | None = None,
+        councils: CouncilDirectory | None = None,
     ) -> None:
         self._store = store
+        self._councils = councils
+        """Where a starting deliberation takes its council from; None: the default agents."""
         self._feed = feed
         self._runtime = runtime
         self._options = options or DispatcherOptions()
@@ -260,8 +266,15 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         only spent calls; its successor makes them again (a call is idempotent by its key).
         """
         if d.status is DeliberationStatus.PENDING:
-            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, start_change))
-            d.start()  # the same command on our copy (never saved): its agents, its status
+            # The council as it stands now: recorded in Started, so later changes to the council
+            # never reach this deliberation (nor its history).
+            council = None if self._councils is None else await self._councils.council(d.role.value)
+            change = start_change
+            seating = seat(council, d.num_agents)
+            if seating is not None:
+                change = functools.partial(start_seated, seating=seating)
+            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, change))
+            change(d)  # the same command on our copy (never saved): its agents, its status
             d.collect_events()
         await self._drive(d)
 

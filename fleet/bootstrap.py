@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from agent_runtime.api import AgentRuntime
 from aggregates import Role
 from application.app import FleetApplication
+from application.council_store import CouncilEventStore
 from application.feed import ApplicationEventFeed
 from application.listing import DeliberationListing
 from application.queries import (
@@ -104,6 +105,7 @@ class FleetNode:
         self._tasks: list[asyncio.Task[None]] = []
         self.app: FleetApplication | None = None
         self.store: ApplicationDeliberationStore | None = None
+        self.councils: CouncilEventStore | None = None
         self.queries: DeliberationQueries | None = None
         self.runners: list[ProjectorRunner] = []
         self.projections: Projections | None = None
@@ -144,6 +146,7 @@ class FleetNode:
             if api_first:
                 await self._open_api()
             await self._stage("event store (JetStream)", self._start_event_store)
+            await self._stage("councils", self._start_councils)
             board, graph = None, None
             if runs & {"api", "projectors"}:
                 board, graph = await self._stage("projections", self._start_projections)
@@ -165,6 +168,7 @@ class FleetNode:
                     runtime=TracedAgentRuntime(runtime, self.traces),
                     nats_url=self.endpoints.nats_url,
                     model=self.endpoints.model,
+                    councils=self.councils,
                 )
                 dispatcher = parts.dispatcher
                 self.servers["dispatcher"] = dispatcher
@@ -216,6 +220,20 @@ class FleetNode:
         # Runs before app.close (newest first) and after the API, dispatcher and projections
         # stop: the snapshots that updates in flight call for are taken, not lost with the store.
         self._stack.push_async_callback(self.store.drain)
+
+    async def _start_councils(self) -> None:
+        """Apply the configured councils as events (once per configuration), then keep the
+        councils' view fresh from the feed for the API and the dispatcher."""
+        from fleet.council_config import configured_councils
+
+        assert self.app is not None
+        councils = CouncilEventStore(self.app, ApplicationEventFeed(self.app))
+        changed = await councils.apply_configuration(configured_councils(self.settings))
+        if changed:
+            log.info("councils configured: %s", ", ".join(changed))
+        await councils.start()
+        self._stack.push_async_callback(councils.close)
+        self.councils = councils
 
     async def _start_projections(self) -> tuple[StatusBoard | None, GraphReader | None]:
         import nats
@@ -412,6 +430,8 @@ class FleetNode:
             projections=self.control,
             endpoints=self.endpoints,
             plan_options=plan_options(s),
+            councils=self.councils,
+            council_admin=self.councils,
         )
         server = self._grpc
         server.servicer.bind(services)

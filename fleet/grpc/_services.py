@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from application.council_store import CouncilEventStore
+from application.councils import CouncilDirectory
 from application.listing import DeliberationListing
 from application.queries import DeliberationQueries
 from application.watch import WatchHub
@@ -40,3 +42,8 @@ class ApiServices:
     """Where this node's parts listen, shown by GetNodeStatus."""
     plan_options: PlanOptions = field(default_factory=PlanOptions)
     """How ApprovePlan shapes a plan's deliberations (as the plan dispatcher does)."""
+    councils: CouncilDirectory | None = None
+    """The councils as they stand now (from the events), for every RPC that reads them."""
+    council_admin: CouncilEventStore | None = None
+    """Council writes (CreateCouncil, RegisterAgent, ...); the same store as ``councils`` in a
+    node."""

@@ -19,6 +19,7 @@ from grpc_reflection.v1alpha import reflection
 from application.errors import ServiceUnavailableError
 from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
+from fleet.grpc.rpc_councils import CouncilRpcs
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
 from fleet.grpc.rpc_plans import PlanRpcs
@@ -40,7 +41,12 @@ class ListenError(OSError):
 
 
 class OrchestratorServicer(
-    DeliberationRpcs, HistoryRpcs, PlanRpcs, StatusRpcs, pb_grpc.OrchestratorServiceServicer
+    DeliberationRpcs,
+    HistoryRpcs,
+    PlanRpcs,
+    StatusRpcs,
+    CouncilRpcs,
+    pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented
     answers UNIMPLEMENTED (the generated base class).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import pytest
 from eventsourcing.application import Application
 
@@ -107,7 +109,7 @@ def test_deleted_council_refuses_changes_and_can_be_created_again() -> None:
 
 
 def test_history_replays_to_the_same_council() -> None:
-    app: Application[object] = Application()
+    app: Application[UUID] = Application()
     c = dev_council()
     c.unregister("agent-dev-002")
     c.reconfigure("agent-dev-003", endpoint="http://e3")
@@ -115,7 +117,7 @@ def test_history_replays_to_the_same_council() -> None:
     c.recreate()
     c.register("agent-dev-005", model="q")
     app.save(c)
-    back = app.repository.get(c.id)
+    back: Council = app.repository.get(c.id)
     assert isinstance(back, Council)
     assert back.agent_ids == ["agent-dev-005"]
     assert back.members["agent-dev-005"].model == "q"

@@ -1,0 +1,265 @@
+"""The council RPCs on a whole node, in the seed's messages: the seed's councils on first start,
+every bad request refused naming its field with nothing recorded, councils that survive a
+restart, and deliberations that take the council as it stands when they start (a registered
+agent at once, with its own endpoint; an unregistered one never; one in flight keeps its own)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import pytest_asyncio
+
+from aggregates import Deliberation, council_id, deliberation_id
+from fleet.bootstrap import FleetNode
+from fleet.client import FleetClient
+from fleet.config import Settings
+from fleet.embedded._process import free_port
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet_testing.loadgen import LoadGenServer
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _settings(tmp_path: Path, nats_url: str, nats_stream: str, **more: Any) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        nats_url=nats_url,
+        stream=nats_stream,
+        cache_enabled=False,
+        grpc_port=free_port(),
+        agent_runtime="local",
+        plan_consumer=False,
+        **more,
+    )
+
+
+@dataclass
+class Rig:
+    node: FleetNode
+    client: FleetClient
+    llm: LoadGenServer
+    settings: Settings
+
+    def council_events(self, role: str) -> list[str]:
+        assert self.node.app is not None
+        return [type(e).__name__ for e in self.node.app.events.get(council_id(role))]
+
+    def users(self, task_id: str) -> set[str]:
+        """Agent ids that called the model for ``task_id``'s deliberation."""
+        marker = str(deliberation_id(task_id))
+        return {
+            str(b.get("user"))
+            for b in self.llm.requests
+            if marker in str(b.get("messages")) or task_id in str(b.get("messages"))
+        }
+
+
+@pytest_asyncio.fixture
+async def rig(tmp_path: Path, nats_url: str, nats_stream: str) -> AsyncIterator[Rig]:
+    async with LoadGenServer("instant") as lg:
+        s = _settings(tmp_path, nats_url, nats_stream, vllm_url=lg.url, vllm_model="loadgen")
+        async with FleetNode(s) as node, FleetClient(node.endpoints.grpc) as c:
+            yield Rig(node, c, lg, s)
+
+
+async def _councils(c: FleetClient, role: str = "") -> list[pb.CouncilInfo]:
+    resp = await c.stub.ListCouncils(pb.ListCouncilsRequest(role_filter=role, include_agents=True))
+    return list(resp.councils)
+
+
+def _ids(info: pb.CouncilInfo) -> list[str]:
+    return [a.agent_id for a in info.agents]
+
+
+async def _authors(c: FleetClient, task_id: str) -> list[str]:
+    final = await c.wait(task_id, timeout=60)
+    assert final.status == pb.DELIBERATION_STATUS_COMPLETED, final.error_message
+    return sorted(r.proposal.author_id for r in final.results)
+
+
+async def test_first_start_creates_the_seeds_councils(rig: Rig) -> None:
+    councils = await _councils(rig.client)
+    assert [(i.role, i.num_agents, i.status) for i in councils] == [
+        (r, 3, "active") for r in ("ARCHITECT", "DATA", "DEV", "DEVOPS", "QA")
+    ]
+    dev = next(i for i in councils if i.role == "DEV")
+    assert _ids(dev) == ["agent-dev-001", "agent-dev-002", "agent-dev-003"]
+    assert dev.council_id == str(council_id("DEV"))
+    assert all(a.status == "ready" and a.role == "DEV" for a in dev.agents)
+
+
+@pytest.mark.parametrize(
+    ("call", "code", "field"),
+    [
+        ("CreateCouncil", {"role": "CHEF", "num_agents": 2}, "role"),
+        ("CreateCouncil", {"role": "DATA", "num_agents": 0}, "num_agents"),
+        ("CreateCouncil", {"role": "DATA", "num_agents": 17}, "num_agents"),
+        ("CreateCouncil", {"role": "DEV", "num_agents": 2}, "role"),  # exists
+        (
+            "CreateCouncil",
+            {"role": "DATA", "num_agents": 2, "config": {"deliberation_rounds": 9}},
+            "config.deliberation_rounds",
+        ),
+        ("RegisterAgent", {"role": "CHEF", "agent_id": "a"}, "role"),
+        ("RegisterAgent", {"role": "DEV", "agent_id": "agent-dev-001"}, "agent_id"),
+        ("RegisterAgent", {"role": "DEV", "agent_id": "agent-qa-001"}, "agent_id"),
+        ("RegisterAgent", {"role": "DEV", "agent_id": "has space"}, "agent_id"),
+        ("RegisterAgent", {"role": "DEV", "agent_id": ""}, "agent_id"),
+        ("UnregisterAgent", {"role": "DEV", "agent_id": "nobody"}, "agent_id"),
+        ("UnregisterAgent", {"role": "CHEF", "agent_id": "agent-dev-001"}, "role"),
+        ("DeleteCouncil", {"role": "CHEF"}, "role"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+async def test_bad_requests_name_the_field_and_change_nothing(
+    rig: Rig, call: str, code: dict[str, Any], field: str
+) -> None:
+    from google.protobuf.json_format import ParseDict
+
+    before = {r: rig.council_events(r) for r in ("DEV", "QA", "DATA")}
+    method = getattr(rig.client.stub, call)
+    request = ParseDict(code, getattr(pb, f"{call}Request")())
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await method(request)
+    assert e.value.code() in (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    )
+    assert (e.value.details() or "").startswith(f"{field}:"), e.value.details()
+    assert {r: rig.council_events(r) for r in ("DEV", "QA", "DATA")} == before
+
+
+async def test_council_lifecycle_through_the_rpcs_survives_a_restart(
+    rig: Rig, tmp_path: Path
+) -> None:
+    c = rig.client
+    deleted = await c.stub.DeleteCouncil(pb.DeleteCouncilRequest(role="qa"))
+    assert (deleted.success, deleted.agents_removed) == (True, 3)
+    assert await _councils(c, "QA") == []
+    with pytest.raises(grpc.aio.AioRpcError) as gone:
+        await c.stub.RegisterAgent(pb.RegisterAgentRequest(agent_id="x", role="QA"))
+    assert gone.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+    created = await c.stub.CreateCouncil(
+        pb.CreateCouncilRequest(
+            role="QA",
+            num_agents=2,
+            config=pb.CouncilConfig(deliberation_rounds=2, model_profile="small"),
+        )
+    )
+    assert list(created.agent_ids) == ["agent-qa-001", "agent-qa-002"]
+    assert created.council_id == str(council_id("QA"))
+    joined = await c.stub.RegisterAgent(
+        pb.RegisterAgentRequest(
+            agent_id="qa-extra",
+            role="QA",
+            capabilities=pb.AgentCapabilities(model_profile="large"),
+            metadata={"team": "blue"},
+        )
+    )
+    assert joined.success and joined.council_id == str(council_id("QA"))
+    left = await c.stub.UnregisterAgent(
+        pb.UnregisterAgentRequest(agent_id="agent-qa-001", role="QA")
+    )
+    assert left.success
+    (qa,) = await _councils(c, "QA")
+    assert _ids(qa) == ["agent-qa-002", "qa-extra"]
+    assert [a.capabilities.model_profile for a in qa.agents] == ["small", "large"]
+    assert rig.council_events("QA")[-6:] == [
+        "Deleted",
+        "Recreated",
+        "AgentRegistered",
+        "AgentRegistered",
+        "AgentRegistered",
+        "AgentUnregistered",
+    ]
+
+    # A second node on the same stream (a restart of every process): the same councils, and
+    # its start-up records nothing (the configuration was applied once already).
+    history = rig.council_events("QA")
+    s = rig.settings
+    other = _settings(
+        tmp_path / "second",
+        s.nats_url or "",
+        s.stream,
+        components=frozenset({"api"}),
+    )
+    async with FleetNode(other) as node, FleetClient(node.endpoints.grpc) as c2:
+        (again,) = await _councils(c2, "QA")
+        assert _ids(again) == ["agent-qa-002", "qa-extra"]
+        assert len(await _councils(c2)) == 5
+    assert rig.council_events("QA") == history
+
+
+async def test_deliberations_take_the_council_as_it_stands_when_they_start(rig: Rig) -> None:
+    c = rig.client
+    async with LoadGenServer("instant") as own:
+        await c.stub.RegisterAgent(
+            pb.RegisterAgentRequest(agent_id="dev-new", role="DEV", endpoint=own.url)
+        )
+        await c.stub.UnregisterAgent(
+            pb.UnregisterAgentRequest(agent_id="agent-dev-002", role="DEV")
+        )
+        await c.deliberate("write fib", role="DEV", num_agents=3, task_id="seated-1")
+        assert await _authors(c, "seated-1") == ["agent-dev-001", "agent-dev-003", "dev-new"]
+        # the registered agent's calls went to its own endpoint, and only its calls
+        assert {b.get("user") for b in own.requests} == {"dev-new"}
+        assert "dev-new" not in {b.get("user") for b in rig.llm.requests}
+
+        # more agents than members: the members sit again, under distinct ids
+        await c.deliberate("write gcd", role="DEV", num_agents=4, task_id="seated-2")
+        assert await _authors(c, "seated-2") == [
+            "agent-dev-001",
+            "agent-dev-001.2",
+            "agent-dev-003",
+            "dev-new",
+        ]
+    assert rig.node.store is not None
+    d: Deliberation = await rig.node.store.get(deliberation_id("seated-2"))
+    assert d.seats["agent-dev-001.2"]["member"] == "agent-dev-001"
+    assert d.council_version > 0
+
+
+async def test_a_deliberation_in_flight_keeps_its_council(rig: Rig) -> None:
+    c = rig.client
+    rig.llm.delay_s = 1.0
+    await c.deliberate("write median", role="DEV", num_agents=3, task_id="in-flight")
+
+    async def started() -> bool:
+        r = await c.result("in-flight")
+        return r.status == pb.DELIBERATION_STATUS_IN_PROGRESS
+
+    await eventually(started, what="the deliberation started")
+    await c.stub.UnregisterAgent(pb.UnregisterAgentRequest(agent_id="agent-dev-003", role="DEV"))
+    await c.stub.RegisterAgent(pb.RegisterAgentRequest(agent_id="late", role="DEV"))
+    rig.llm.delay_s = 0.0
+    assert await _authors(c, "in-flight") == ["agent-dev-001", "agent-dev-002", "agent-dev-003"]
+    await c.deliberate("write mode", role="DEV", num_agents=3, task_id="after")
+    assert await _authors(c, "after") == ["agent-dev-001", "agent-dev-002", "late"]
+
+
+async def test_the_last_agent_stays_while_deliberations_wait(
+    tmp_path: Path, nats_url: str, nats_stream: str
+) -> None:
+    """No dispatcher here: a requested deliberation stays PENDING."""
+    s = _settings(tmp_path, nats_url, nats_stream, components=frozenset({"api", "projectors"}))
+    async with FleetNode(s) as node, FleetClient(node.endpoints.grpc) as c:
+        await c.stub.DeleteCouncil(pb.DeleteCouncilRequest(role="DATA"))
+        await c.stub.CreateCouncil(pb.CreateCouncilRequest(role="DATA", num_agents=1))
+        await c.deliberate("clean the table", role="DATA", num_agents=2, task_id="waits")
+        await node.wait_projected()
+        with pytest.raises(grpc.aio.AioRpcError) as e:
+            await c.stub.UnregisterAgent(
+                pb.UnregisterAgentRequest(agent_id="agent-data-001", role="DATA")
+            )
+        assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert (e.value.details() or "").startswith("agent_id:")
+        assert "waiting" in (e.value.details() or "")
+        (data,) = await _councils(c, "DATA")
+        assert _ids(data) == ["agent-data-001"]
