@@ -5,6 +5,7 @@ agent at once, with its own endpoint; an unregistered one never; one in flight k
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,3 +264,31 @@ async def test_the_last_agent_stays_while_deliberations_wait(
         assert "waiting" in (e.value.details() or "")
         (data,) = await _councils(c, "DATA")
         assert _ids(data) == ["agent-data-001"]
+
+
+async def test_cli_councils_and_agents(rig: Rig) -> None:
+    """The README's commands, as a user types them: JSON out, one-line errors, exit codes."""
+    from tests.integration.fleet._cli import fleet
+
+    at = ("--address", rig.node.endpoints.grpc)
+    joined = await fleet("agents", "register", "dev-cli", "--role", "dev", "--meta", "k=v", *at)
+    assert joined.returncode == 0, joined.stderr
+    assert "dev-cli joined the DEV council" in joined.stdout
+    listed = await fleet("councils", "list", "--role", "DEV", "--json", *at)
+    (dev,) = json.loads(listed.stdout)["councils"]
+    assert [a["agent_id"] for a in dev["agents"]][-1] == "dev-cli"
+
+    bad = await fleet("councils", "create", "DATA", "--agents", "17", *at)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "error: INVALID_ARGUMENT: num_agents: 17 not in 1..16"
+    ]
+    dup = await fleet("agents", "register", "dev-cli", "--role", "DEV", *at)
+    assert dup.returncode == 2 and "agent_id" in dup.stderr
+
+    gone = await fleet("councils", "delete", "DATA", "--json", *at)
+    assert json.loads(gone.stdout) == {"success": True, "agents_removed": 3}
+    made = await fleet("councils", "create", "data", "--agents", "2", "--json", *at)
+    assert json.loads(made.stdout)["agent_ids"] == ["agent-data-001", "agent-data-002"]
+    left = await fleet("agents", "unregister", "dev-cli", "--role", "DEV", "--json", *at)
+    assert json.loads(left.stdout)["success"] is True
