@@ -292,3 +292,18 @@ async def test_cli_councils_and_agents(rig: Rig) -> None:
     assert json.loads(made.stdout)["agent_ids"] == ["agent-data-001", "agent-data-002"]
     left = await fleet("agents", "unregister", "dev-cli", "--role", "DEV", "--json", *at)
     assert json.loads(left.stdout)["success"] is True
+
+    # the council's history, replayed from the events (1 created, 2-4 the seed's agents, 5 the
+    # configuration applied, 6 dev-cli registered, 7 unregistered): nothing was edited
+    store = {"NATS_URL": rig.settings.nats_url or "", "FLEET_STREAM": rig.settings.stream}
+    replayed = await fleet("replay", "--council", "dev", "--json", env=store)
+    assert replayed.returncode == 0, replayed.stderr
+    history = json.loads(replayed.stdout)
+    assert [e["type"] for e in history["events"]][-2:] == ["AgentRegistered", "AgentUnregistered"]
+    assert [m["agent_id"] for m in history["members"]] == [
+        "agent-dev-001",
+        "agent-dev-002",
+        "agent-dev-003",
+    ]
+    earlier = await fleet("replay", "--council", "DEV", "--to-version", "6", "--json", env=store)
+    assert "dev-cli" in [m["agent_id"] for m in json.loads(earlier.stdout)["members"]]
