@@ -307,3 +307,28 @@ async def test_cli_councils_and_agents(rig: Rig) -> None:
     ]
     earlier = await fleet("replay", "--council", "DEV", "--to-version", "6", "--json", env=store)
     assert "dev-cli" in [m["agent_id"] for m in json.loads(earlier.stdout)["members"]]
+
+
+async def test_a_changed_fleet_councils_is_applied_as_events_on_restart(
+    tmp_path: Path, nats_url: str, nats_stream: str
+) -> None:
+    api = frozenset({"api"})
+    first = _settings(tmp_path / "a", nats_url, nats_stream, components=api)
+    async with FleetNode(first) as node, FleetClient(node.endpoints.grpc) as c:
+        await c.stub.RegisterAgent(pb.RegisterAgentRequest(agent_id="dev-api", role="DEV"))
+        assert node.app is not None
+        before = list(node.app.events.get(council_id("DEV")))
+    councils = '{"DEV": {"agents": [{"model": "big"}, {}]}}'
+    second = _settings(tmp_path / "b", nats_url, nats_stream, components=api, councils=councils)
+    async with FleetNode(second) as node, FleetClient(node.endpoints.grpc) as c:
+        (dev,) = await _councils(c, "DEV")
+        assert node.app is not None
+        after = list(node.app.events.get(council_id("DEV")))
+    # the API's agent stays; the configuration's third agent leaves; the rest is as before
+    assert _ids(dev) == ["agent-dev-001", "agent-dev-002", "dev-api"]
+    assert after[: len(before)] == before  # history kept, only appended to
+    assert [type(e).__name__ for e in after[len(before) :]] == [
+        "AgentUnregistered",
+        "AgentReconfigured",
+        "Configured",
+    ]
