@@ -143,6 +143,8 @@ class CouncilEventStore:
         self._app = app
         self._feed = feed
         self._views: dict[str, CouncilView | None] = {}
+        self._versions: dict[str, int] = {}
+        """The aggregate version each view was made from (a deleted council has no view)."""
         self._follow: asyncio.Task[None] | None = None
         self._write = asyncio.Lock()
 
@@ -154,7 +156,7 @@ class CouncilEventStore:
             return
         head = await asyncio.to_thread(self._app.recorder.max_notification_id) or 0
         for role in Role:
-            self._views[role.value] = await self._load_view(role.value)
+            await self._refresh(role.value)
         self._follow = asyncio.create_task(self._follow_feed(head), name="council-feed")
 
     async def close(self) -> None:
@@ -179,14 +181,14 @@ class CouncilEventStore:
                     after = item.position
                     role = await self._role_of(item.event)
                     if role:
-                        self._views[role] = await self._load_view(role)
+                        await self._refresh(role)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the view must not stop following: re-read, then go on
                 log.exception("council feed failed; reloading councils")
                 await asyncio.sleep(1.0)
                 for r in Role:
-                    self._views[r.value] = await self._load_view(r.value)
+                    await self._refresh(r.value)
 
     async def _role_of(self, event: Any) -> str:
         role = getattr(event, "role", "")
@@ -208,6 +210,19 @@ class CouncilEventStore:
         if self._follow is not None and r in self._views:
             return self._views[r]
         return await self._load_view(r)
+
+    async def _refresh(self, role: str) -> None:
+        """Reload ``role``'s view from the events, unless this node's own write has already put
+        a newer one in place while the load ran (a view never goes back)."""
+        c = await asyncio.to_thread(self._load, role)
+        self._keep(role, c)
+
+    def _keep(self, role: str, c: Council | None) -> None:
+        version = 0 if c is None else c.version
+        if version < self._versions.get(role, 0):
+            return
+        self._versions[role] = version
+        self._views[role] = None if c is None or c.deleted else view_of(c)
 
     async def _load_view(self, role: str) -> CouncilView | None:
         c = await asyncio.to_thread(self._load, role)
@@ -244,7 +259,7 @@ class CouncilEventStore:
 
         async with self._write:
             c = await asyncio.to_thread(attempt)
-            self._views[r] = None if c.deleted else view_of(c)
+            self._keep(r, c)
             return c
 
     async def _other_councils_holding(self, role: str, agent_ids: Sequence[str]) -> None:
