@@ -73,8 +73,10 @@ class CouncilRpcs:
             views = [one] if one is not None else []
         else:
             views = await directory.list_councils()
+        # A council with no model of its own uses the node's (when this node knows it).
+        node_model = self.services.endpoints.model if self.services.endpoints else ""
         return pb.ListCouncilsResponse(
-            councils=[council_info(v, request.include_agents) for v in views]
+            councils=[council_info(v, request.include_agents, node_model) for v in views]
         )
 
     @translated
@@ -120,7 +122,7 @@ class CouncilRpcs:
         )
 
 
-def council_info(v: CouncilView, include_agents: bool) -> pb.CouncilInfo:
+def council_info(v: CouncilView, include_agents: bool, node_model: str = "") -> pb.CouncilInfo:
     """A council in the seed's shape: status "active" with members, "idle" with none."""
     agents = [
         pb.AgentInfo(
@@ -137,5 +139,5 @@ def council_info(v: CouncilView, include_agents: bool) -> pb.CouncilInfo:
         num_agents=len(v.agents),
         agents=agents if include_agents else [],
         status="active" if v.agents else "idle",
-        model=v.model,
+        model=v.model or node_model,
     )

@@ -93,6 +93,7 @@ async def test_first_start_creates_the_seeds_councils(rig: Rig) -> None:
     assert _ids(dev) == ["agent-dev-001", "agent-dev-002", "agent-dev-003"]
     assert dev.council_id == str(council_id("DEV"))
     assert all(a.status == "ready" and a.role == "DEV" for a in dev.agents)
+    assert dev.model == "loadgen"  # no model of its own: the node's
 
 
 @pytest.mark.parametrize(
