@@ -34,6 +34,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
 from aggregates import Deliberation, Plan
+from aggregates.story import Story
 from application.app import FleetApplication
 from application.group_commit import AggregateCache, GroupWriter
 
@@ -46,6 +47,11 @@ class DeliberationNotFoundError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "deliberation not found"
+
+
+class StoryNotFoundError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "story not found"
 
 
 class PlanNotFoundError(KeyError):
@@ -198,6 +204,26 @@ class ApplicationDeliberationStore:
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
         return await self._writer.submit(plan_id, change, self._get_plan)
+
+    # ------------------------------------------------------------------ stories
+
+    async def create_story(self, story: Story) -> tuple[Story, bool]:
+        """Save a newly heard-of story. Returns (the stored one, created?): idempotent."""
+        if await self._create(story):
+            return story, True
+        return await asyncio.to_thread(self._get_story, story.id), False
+
+    def _get_story(self, story_id: UUID) -> Story:
+        try:
+            s: Any = self._app.repository.get(story_id)
+        except AggregateNotFoundError:
+            raise StoryNotFoundError(f"Story {story_id} not found") from None
+        if not isinstance(s, Story):
+            raise StoryNotFoundError(f"Aggregate {story_id} is not a story")
+        return s
+
+    async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
+        return await self._writer.submit(story_id, change, self._get_story)
 
     async def history(self, deliberation_id: UUID) -> list[Any]:
         """Every stored event of one deliberation, oldest first (domain events)."""

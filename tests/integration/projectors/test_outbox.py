@@ -1,0 +1,188 @@
+"""The outbox on a real nats-server: every integration event lands once, in order, with no gap,
+across restarts, rebuilds and SIGKILLs, and a plain nats-py consumer reads them.
+
+Each test has a nats-server of its own: the outbox's stream holds ``orchestration.>``, which one
+server lets only one stream hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+
+from application.app import FleetApplication
+from eventstore._loop_thread import LoopThread
+from fleet.embedded.nats import NatsServer
+from projectors.outbox import AppHistory, OutboxProjection
+from projectors.outbox.jetstream import JetStreamOutboxStream, OutboxUnavailableError
+from projectors.runner import ProjectorRunner
+from tests.support.outbox import MESSAGES_PER_ROUND, Received, one_of_each, read_all
+from tests.support.waiting import eventually
+
+ROOT = Path(__file__).resolve().parents[3]
+
+ORDER = [
+    "orchestration.plan.approved",
+    "orchestration.phase.changed",
+    "orchestration.phase.changed",
+    "orchestration.task.dispatched",
+    "orchestration.deliberation.completed",
+    "orchestration.task.completed",
+    "orchestration.task.dispatched",
+    "orchestration.task.failed",
+    "orchestration.task.dispatched",
+    "orchestration.task.failed",
+    "orchestration.task.timed_out",
+    "orchestration.task.dispatched",
+    "orchestration.task.failed",
+    "orchestration.task.cancelled",
+    "orchestration.task.dispatched",
+    "orchestration.task.failed",
+]
+
+
+@pytest.fixture
+def app(private_nats_server: NatsServer) -> Iterator[FleetApplication]:
+    a = FleetApplication(
+        {
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "NATS_URL": private_nats_server.url,
+            "NATS_STREAM": "FLEET_EVENTS",
+        }
+    )
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def bridge() -> Iterator[LoopThread]:
+    b = LoopThread(name="test-outbox-loop")
+    yield b
+    b.close()
+
+
+def _runner(app: FleetApplication, url: str, bridge: LoopThread) -> ProjectorRunner:
+    stream = JetStreamOutboxStream.open(url, bridge)
+    projection = OutboxProjection(stream, AppHistory(app))
+    return ProjectorRunner(app, projection, owner="node", retry_on=(OutboxUnavailableError,))
+
+
+async def _spawn(cmd: list[str], env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *cmd, cwd=ROOT, env=env, stdout=asyncio.subprocess.DEVNULL
+    )
+
+
+def _assert_once_in_order(got: list[Received], head: int) -> None:
+    keys = [r.body["idempotency_key"] for r in got]
+    assert len(keys) == len(set(keys)), "an integration event was published twice"
+    causes = [int(r.body["causation_id"]) for r in got]
+    assert causes == sorted(causes), "integration events out of the log's order"
+    assert max(causes) <= head
+
+
+async def test_each_event_once_in_order_across_restart_and_rebuild(
+    app: FleetApplication, private_nats_server: NatsServer, bridge: LoopThread
+) -> None:
+    url = private_nats_server.url
+    app.save(*one_of_each("a"))
+    head = app.recorder.max_notification_id() or 0
+    runner = _runner(app, url, bridge)
+    runner.start()
+    await asyncio.to_thread(runner.wait, head, 20)
+    got = await read_all(url, at_least=MESSAGES_PER_ROUND)
+    assert [r.subject for r in got] == ORDER
+    _assert_once_in_order(got, head)
+    completed = next(r.body for r in got if r.subject.endswith("deliberation.completed"))
+    assert completed["event_type"] == "orchestration.deliberation.completed"
+    assert completed["producer"] == "fleet-orchestrator"
+    payload = completed["payload"]
+    assert payload["task_id"] == "done-a" and payload["story_id"] == "s-a"
+    assert payload["winner"] == payload["ranking"][0] == payload["decisions"][0]["agent_id"]
+    assert payload["decisions"][0]["affected_subtask"] == "done-a"
+    assert completed["correlation_id"] == payload["deliberation_id"]
+    timed_out = next(r.body for r in got if r.subject.endswith("task.timed_out"))
+    assert timed_out["payload"]["error_type"] == "timeout"
+
+    # A restart, then a rebuild: nothing is published again; new events follow with no gap.
+    runner.stop()
+    runner = _runner(app, url, bridge)
+    runner.start()
+    await asyncio.to_thread(runner.wait, head, 20)
+    runner.stop()
+    runner.projection.reset()
+    runner = runner.fresh()
+    runner.start()
+    app.save(*one_of_each("b"))
+    head = app.recorder.max_notification_id() or 0
+    await asyncio.to_thread(runner.wait, head, 20)
+    runner.stop()
+    got = await read_all(url, at_least=2 * MESSAGES_PER_ROUND)
+    assert [r.subject for r in got] == ORDER + ORDER
+    assert [r.seq for r in got] == list(range(1, 2 * MESSAGES_PER_ROUND + 1))
+    _assert_once_in_order(got, head)
+
+
+@pytest.mark.timeout(120)
+async def test_sigkilled_outbox_leaves_each_event_once_in_order(
+    app: FleetApplication, private_nats_server: NatsServer
+) -> None:
+    url = private_nats_server.url
+    rounds = 15
+    for k in range(rounds):
+        app.save(*one_of_each(f"k{k}"))
+    head = app.recorder.max_notification_id() or 0
+    expected = rounds * MESSAGES_PER_ROUND
+    cmd = [sys.executable, "-m", "tests.integration.projectors._outbox_child", url, "FLEET_EVENTS"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rng = random.Random(7)
+    at_kill: list[int] = []
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+
+    async def published() -> int:
+        try:
+            return int((await js.stream_info("ORCHESTRATOR_EVENTS")).state.messages)
+        except Exception:  # not created yet: the child is still starting
+            return 0
+
+    async def published_at_least(n: int) -> bool:
+        return await published() >= n
+
+    try:
+        for _ in range(4):
+            # Batches of one event: a kill often lands between one event's messages.
+            child = await _spawn([*cmd, "1"], env)
+            before = await published()
+            target = before + rng.randint(3, 25)
+            await eventually(
+                lambda t=target: published_at_least(t), timeout=60, what="outbox publishing"
+            )
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+            at_kill.append(await published())
+        child = await _spawn(cmd, env)
+        try:
+            await eventually(
+                lambda: published_at_least(expected), timeout=60, what="every message published"
+            )
+        finally:
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+    finally:
+        await nc.close()
+
+    # Each kill came while the outbox was publishing (none after it had finished).
+    assert len(at_kill) == 4 and max(at_kill) < expected, at_kill
+    got = await read_all(url, at_least=expected)
+    assert len(got) == expected
+    assert [r.subject for r in got] == ORDER * rounds
+    _assert_once_in_order(got, head)
