@@ -24,6 +24,8 @@ from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from dispatchers.plan_approvals import PlanApprovalConsumer
 from dispatchers.plans import PlanDeliberationStore, PlanDispatcher, PlanOptions
+from dispatchers.story_phases import StoryStore
+from dispatchers.story_transitions import StoryTransitionConsumer
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class DispatchParts:
     plans: PlanDispatcher
     work_queue: JetStreamWorkQueue | None = None
     plan_consumer: PlanApprovalConsumer | None = None
+    story_consumer: StoryTransitionConsumer | None = None
 
 
 def load_councils(raw: str | None) -> Councils:
@@ -73,6 +76,7 @@ async def start_dispatch(
     settings: Settings,
     *,
     store: PlanDeliberationStore,
+    story_store: StoryStore | None = None,
     feed_factory: Callable[[], EventFeed],
     runtime: AgentRuntime,
     nats_url: str,
@@ -80,7 +84,8 @@ async def start_dispatch(
 ) -> DispatchParts:
     """Start the dispatchers (and their NATS parts) on ``stack``; they stop in reverse.
 
-    ``feed_factory`` gives each dispatcher an event feed of its own.
+    ``feed_factory`` gives each dispatcher an event feed of its own; ``story_store`` (where
+    ``planning.story.transitioned`` is recorded) is left out by callers that consume no stories.
     """
     s = settings
     work_queue = None
@@ -109,4 +114,10 @@ async def start_dispatch(
     if s.plan_consumer:
         consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
         await stack.enter_async_context(consumer)
-    return DispatchParts(dispatcher, plans, work_queue, consumer)
+    stories = None
+    if s.plan_consumer and story_store is not None:
+        stories = await StoryTransitionConsumer.connect(
+            nats_url, story_store, replicas=s.stream_replicas
+        )
+        await stack.enter_async_context(stories)
+    return DispatchParts(dispatcher, plans, work_queue, consumer, stories)

@@ -221,8 +221,9 @@ class JetStreamOutboxStream:
                 continue
             h = msg.headers or {}
             if H_POSITION in h:
+                key = _body_key(msg.data or b"")  # the body's: a header copied elsewhere may lie
                 yield PublishedMessage(
-                    seq, str(msg.subject), h.get(H_KEY, ""), int(h[H_POSITION]), int(h[H_INDEX])
+                    seq, str(msg.subject), key, int(h[H_POSITION]), int(h[H_INDEX])
                 )
 
     # ------------------------------------------------------------------ the lease
@@ -273,3 +274,12 @@ class JetStreamOutboxStream:
                 raise
             msg = f"outbox: stream {self.stream_name} unreachable: {e!r}"
             raise OutboxUnavailableError(msg) from e
+
+
+def _body_key(data: bytes) -> str:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return ""
+    key = body.get("idempotency_key", "") if isinstance(body, dict) else ""
+    return key if isinstance(key, str) else ""

@@ -23,7 +23,7 @@ runner reads them again from the last published one, and again they lead to noth
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -61,7 +61,7 @@ class OutboxProjection:
     def __init__(self, stream: OutboxStream, history: History, *, name: str = "outbox") -> None:
         self.name = name
         self.stream = stream
-        self._history = history
+        self.history = history
         self._mark: Mark | None = None
         self._handled = 0
         """The last position this instance handled (published, or found to lead to nothing)."""
@@ -119,7 +119,7 @@ class OutboxProjection:
             if position <= base:
                 continue
             if handles(event):
-                messages = integration_events(event, position, self._history)
+                messages = integration_events(event, position, self.history)
                 start = mark.index + 1 if position == mark.position else 0
                 for index in range(start, len(messages)):
                     seq = self.stream.publish(
@@ -135,9 +135,3 @@ class OutboxProjection:
                 ours += 1 if messages else 0
             self._handled = base = position
         return ours
-
-    def expected(self, events: Iterator[tuple[object, int]]) -> Iterator[tuple[int, int, str, str]]:
-        """(position, index, subject, idempotency key) of every message ``events`` lead to."""
-        for event, position in events:
-            for index, m in enumerate(integration_events(event, position, self._history)):
-                yield position, index, m.subject, m.idempotency_key

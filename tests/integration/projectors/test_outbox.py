@@ -21,10 +21,12 @@ import pytest
 from application.app import FleetApplication
 from eventstore._loop_thread import LoopThread
 from fleet.embedded.nats import NatsServer
-from projectors.outbox import AppHistory, OutboxProjection
+from projectors.outbox import SUBJECTS, AppHistory, OutboxProjection
 from projectors.outbox.jetstream import JetStreamOutboxStream, OutboxUnavailableError
+from projectors.outbox.verify import verify_outbox
 from projectors.runner import ProjectorRunner
 from tests.support.outbox import MESSAGES_PER_ROUND, Received, one_of_each, read_all
+from tests.support.schema_consumer import check, validators
 from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,6 +131,24 @@ async def test_each_event_once_in_order_across_restart_and_rebuild(
     assert [r.subject for r in got] == ORDER + ORDER
     assert [r.seq for r in got] == list(range(1, 2 * MESSAGES_PER_ROUND + 1))
     _assert_once_in_order(got, head)
+    outbox = runner.projection
+    assert isinstance(outbox, OutboxProjection)
+    assert await asyncio.to_thread(verify_outbox, app, outbox) == []
+
+    # verify notices a message published twice (here by hand, as a faulty publisher would).
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        raw = await js.get_msg("ORCHESTRATOR_EVENTS", 5)
+        headers = {k: v for k, v in (raw.headers or {}).items() if not k.startswith("Nats-")}
+        await js.publish(str(raw.subject), raw.data or b"", headers=headers)
+    finally:
+        await nc.close()
+    problems = await asyncio.to_thread(verify_outbox, app, outbox)
+    assert [p.detail for p in problems] == [
+        f"{raw.subject} of event {headers['Fleet-Outbox-Position']} published 2 times",
+        f"{raw.subject} at stream sequence {2 * MESSAGES_PER_ROUND + 1} is out of the log's order",
+    ]
 
 
 @pytest.mark.timeout(120)
@@ -186,3 +206,30 @@ async def test_sigkilled_outbox_leaves_each_event_once_in_order(
     assert len(got) == expected
     assert [r.subject for r in got] == ORDER * rounds
     _assert_once_in_order(got, head)
+    bridge = LoopThread(name="test-verify")
+    try:
+        stream = await asyncio.to_thread(JetStreamOutboxStream.open, url, bridge)
+        outbox = OutboxProjection(stream, AppHistory(app))
+        assert await asyncio.to_thread(verify_outbox, app, outbox) == []
+    finally:
+        bridge.close()
+
+
+async def test_a_consumer_written_from_the_schemas_reads_every_event(
+    app: FleetApplication, private_nats_server: NatsServer, bridge: LoopThread
+) -> None:
+    known = validators()
+    assert set(known) == set(SUBJECTS)  # a schema for every subject, and none for another
+    app.save(*one_of_each("schema"))
+    runner = _runner(app, private_nats_server.url, bridge)
+    with runner:
+        await asyncio.to_thread(runner.wait, app.recorder.max_notification_id() or 0, 20)
+    got = await read_all(private_nats_server.url, at_least=MESSAGES_PER_ROUND)
+    assert {r.subject for r in got} == set(SUBJECTS)
+    for r in got:
+        check(r.subject, r.body, known)
+    # The schemas say something: a body missing what Context reads is refused.
+    completed = next(r for r in got if r.subject.endswith("deliberation.completed"))
+    broken = {**completed.body, "payload": {**completed.body["payload"], "decisions": []}}
+    with pytest.raises(AssertionError, match="decisions"):
+        check(completed.subject, broken, known)
