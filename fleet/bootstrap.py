@@ -306,7 +306,10 @@ class FleetNode:
         bridge = LoopThread(name="outbox-loop")
         self._stack.callback(bridge.close)
         stream = JetStreamOutboxStream.open(
-            self.endpoints.nats_url, bridge, replicas=self.settings.stream_replicas
+            self.endpoints.nats_url,
+            bridge,
+            source=self.settings.stream,
+            replicas=self.settings.stream_replicas,
         )
         self._stack.callback(stream.close)
         projection = OutboxProjection(stream, AppHistory(self.app))

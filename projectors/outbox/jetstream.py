@@ -14,8 +14,10 @@ back from. After each publish, the same mark goes to the ``FLEET_OUTBOX`` key-va
 should the stream's own limits drop Fleet's last messages (the seed's stream kept seven days),
 the position survives there and nothing old is published again.
 
-The writer's lease lives in the same bucket (key ``lease``: owner, epoch, expiry), changed only
-by compare-and-set on the key's revision, so two instances cannot both win a claim.
+The writer's lease lives in the same bucket (key ``lease.<event stream>``: owner, epoch,
+expiry), changed only by compare-and-set on the key's revision, so two instances cannot both
+win a claim. Messages, lease and mark are all scoped to the Fleet event stream they come from
+(``Fleet-Outbox-Source``), so Fleet installations sharing one NATS keep apart.
 
 Sync API over an async client: every call crosses to the loop of a ``Bridge`` (the event store's
 loop thread in Fleet), where the connection lives.
@@ -61,6 +63,7 @@ OUTBOX_SUBJECTS = "orchestration.>"
 OUTBOX_BUCKET = "FLEET_OUTBOX"
 DUPLICATE_WINDOW_S = 120.0
 
+H_SOURCE = "Fleet-Outbox-Source"
 H_POSITION = "Fleet-Outbox-Position"
 H_INDEX = "Fleet-Outbox-Index"
 H_COUNT = "Fleet-Outbox-Count"
@@ -88,31 +91,41 @@ class JetStreamOutboxStream:
     Args:
         nc: a NATS connection living on ``bridge``'s loop.
         bridge: crosses each call to that loop.
+        source: the Fleet event stream whose events are published (names this installation's
+            messages, lease and mark: installations sharing a NATS never mix positions).
         stream: the stream that holds ``orchestration.>``.
         kv: the ``FLEET_OUTBOX`` bucket (lease and mark).
     """
 
-    def __init__(self, nc: NATS, bridge: Bridge, *, stream: str, kv: Any) -> None:
+    def __init__(self, nc: NATS, bridge: Bridge, *, source: str, stream: str, kv: Any) -> None:
         self._nc = nc
+        self.source = source
         self._js = nc.jetstream()
         self._bridge = bridge
         self.stream_name = stream
         self._kv = kv
+        self._lease_key = f"lease.{source}"
 
     @classmethod
     def open(
-        cls, url: str, bridge: Bridge, *, replicas: int = 1, stream: str = OUTBOX_STREAM
+        cls,
+        url: str,
+        bridge: Bridge,
+        *,
+        source: str,
+        replicas: int = 1,
+        stream: str = OUTBOX_STREAM,
     ) -> JetStreamOutboxStream:
         """Connect on ``bridge``'s loop, make sure of the stream and the bucket.
 
         Raises:
             StreamSetupError: the server refused the stream (e.g. too many replicas).
         """
-        return bridge.run(cls._open(url, bridge, replicas, stream), timeout=60.0)
+        return bridge.run(cls._open(url, bridge, source, replicas, stream), timeout=60.0)
 
     @classmethod
     async def _open(
-        cls, url: str, bridge: Bridge, replicas: int, stream: str
+        cls, url: str, bridge: Bridge, source: str, replicas: int, stream: str
     ) -> JetStreamOutboxStream:
         nc = await nats.connect(servers(url), name="fleet-outbox", max_reconnect_attempts=-1)
         js = nc.jetstream()
@@ -137,7 +150,7 @@ class JetStreamOutboxStream:
                 replicas=checked_replicas(replicas),
             )
         )
-        return cls(nc, bridge, stream=name, kv=kv)
+        return cls(nc, bridge, source=source, stream=name, kv=kv)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -160,7 +173,7 @@ class JetStreamOutboxStream:
                 seq -= 1
                 continue
             h = msg.headers or {}
-            if H_POSITION in h:
+            if h.get(H_SOURCE) == self.source:
                 found = Mark(last, int(h[H_POSITION]), int(h[H_INDEX]), int(h[H_COUNT]))
                 break
             seq -= 1
@@ -171,7 +184,7 @@ class JetStreamOutboxStream:
 
     async def _kv_mark(self) -> Mark | None:
         try:
-            entry = await self._kv.get("mark")
+            entry = await self._kv.get(f"mark.{self.source}")
         except KeyNotFoundError:
             return None
         data = json.loads(entry.value or b"{}")
@@ -188,7 +201,10 @@ class JetStreamOutboxStream:
         self, message: IntegrationEvent, position: int, index: int, count: int, expected: int
     ) -> int:
         headers = {
-            H_KEY: message.idempotency_key,
+            # Scoped to the installation: two Fleets sharing a NATS (a test server, staging
+            # beside production) may derive the same key; one must not swallow the other's.
+            H_KEY: f"{self.source}:{message.idempotency_key}",
+            H_SOURCE: self.source,
             "Nats-Expected-Last-Sequence": str(expected),
             H_POSITION: str(position),
             H_INDEX: str(index),
@@ -209,7 +225,7 @@ class JetStreamOutboxStream:
             msg = f"outbox: {message.subject} {message.idempotency_key[:12]} was there already"
             raise PositionMovedError(msg, mark.position)
         kept = {"position": position, "index": index, "count": count}
-        await self._kv.put("mark", json.dumps(kept).encode())
+        await self._kv.put(f"mark.{self.source}", json.dumps(kept).encode())
         return int(ack.seq)
 
     def published(self) -> Iterator[PublishedMessage]:
@@ -220,7 +236,7 @@ class JetStreamOutboxStream:
             except NotFoundError:
                 continue
             h = msg.headers or {}
-            if H_POSITION in h:
+            if h.get(H_SOURCE) == self.source:
                 key = _body_key(msg.data or b"")  # the body's: a header copied elsewhere may lie
                 yield PublishedMessage(
                     seq, str(msg.subject), key, int(h[H_POSITION]), int(h[H_INDEX])
@@ -234,13 +250,13 @@ class JetStreamOutboxStream:
     async def _claim(self, owner: str, lease_ms: int) -> Fence | None:
         now = now_ms()
         try:
-            entry = await self._kv.get("lease")
+            entry = await self._kv.get(self._lease_key)
         except KeyNotFoundError:
             entry = None
         try:
             if entry is None:
                 new = {"owner": owner, "epoch": 1, "until": now + lease_ms}
-                await self._kv.create("lease", json.dumps(new).encode())
+                await self._kv.create(self._lease_key, json.dumps(new).encode())
                 return Fence(owner, 1, lease_ms)
             held = json.loads(entry.value or b"{}")
             mine = held.get("owner") == owner
@@ -248,7 +264,7 @@ class JetStreamOutboxStream:
                 return None
             epoch = int(held.get("epoch", 0)) + (0 if mine else 1)
             new = {"owner": owner, "epoch": epoch, "until": now + lease_ms}
-            await self._kv.update("lease", json.dumps(new).encode(), last=entry.revision)
+            await self._kv.update(self._lease_key, json.dumps(new).encode(), last=entry.revision)
             return Fence(owner, epoch, lease_ms)
         except KeyWrongLastSequenceError:  # another instance claimed it meanwhile
             return None
@@ -258,11 +274,13 @@ class JetStreamOutboxStream:
 
     async def _release(self, owner: str) -> None:
         with contextlib.suppress(KeyNotFoundError, KeyWrongLastSequenceError):
-            entry = await self._kv.get("lease")
+            entry = await self._kv.get(self._lease_key)
             held = json.loads(entry.value or b"{}")
             if held.get("owner") == owner:
                 held["until"] = 0
-                await self._kv.update("lease", json.dumps(held).encode(), last=entry.revision)
+                await self._kv.update(
+                    self._lease_key, json.dumps(held).encode(), last=entry.revision
+                )
 
     # ------------------------------------------------------------------ the bridge
 

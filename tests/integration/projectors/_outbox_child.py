@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
         {"PERSISTENCE_MODULE": "eventstore.jetstream", "NATS_URL": nats_url, "NATS_STREAM": stream}
     )
     bridge = LoopThread(name="outbox-loop")
-    outbox = JetStreamOutboxStream.open(nats_url, bridge)
+    outbox = JetStreamOutboxStream.open(nats_url, bridge, source=stream)
     # A fixed owner: the restarted process is the same instance and resumes its own claim at
     # once (another owner would stand by until the killed one's lease ran out).
     runner = ProjectorRunner(

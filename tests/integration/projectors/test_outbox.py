@@ -72,7 +72,7 @@ def bridge() -> Iterator[LoopThread]:
 
 
 def _runner(app: FleetApplication, url: str, bridge: LoopThread) -> ProjectorRunner:
-    stream = JetStreamOutboxStream.open(url, bridge)
+    stream = JetStreamOutboxStream.open(url, bridge, source="FLEET_EVENTS")
     projection = OutboxProjection(stream, AppHistory(app))
     return ProjectorRunner(app, projection, owner="node", retry_on=(OutboxUnavailableError,))
 
@@ -208,7 +208,9 @@ async def test_sigkilled_outbox_leaves_each_event_once_in_order(
     _assert_once_in_order(got, head)
     bridge = LoopThread(name="test-verify")
     try:
-        stream = await asyncio.to_thread(JetStreamOutboxStream.open, url, bridge)
+        stream = await asyncio.to_thread(
+            JetStreamOutboxStream.open, url, bridge, source="FLEET_EVENTS"
+        )
         outbox = OutboxProjection(stream, AppHistory(app))
         assert await asyncio.to_thread(verify_outbox, app, outbox) == []
     finally:
