@@ -39,6 +39,7 @@ from application.app import FleetApplication
 from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
+A = TypeVar("A")
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +51,8 @@ class DeliberationNotFoundError(KeyError):
 
 
 class StoryNotFoundError(KeyError):
+    """No phase change of this story was ever recorded."""
+
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "story not found"
 
@@ -194,13 +197,17 @@ class ApplicationDeliberationStore:
         return await asyncio.to_thread(self._get_plan, plan_id)
 
     def _get_plan(self, plan_id: UUID) -> Plan:
+        return self._get_kind(plan_id, Plan, PlanNotFoundError)
+
+    def _get_kind(self, agg_id: UUID, kind: type[A], missing: type[KeyError]) -> A:
+        """The aggregate ``agg_id`` if it is a ``kind``; else ``missing`` naming the id."""
         try:
-            p: Any = self._app.repository.get(plan_id)
+            agg: Any = self._app.repository.get(agg_id)
         except AggregateNotFoundError:
-            raise PlanNotFoundError(f"Plan {plan_id} not found") from None
-        if not isinstance(p, Plan):
-            raise PlanNotFoundError(f"Aggregate {plan_id} is not a plan")
-        return p
+            raise missing(f"{kind.__name__} {agg_id} not found") from None
+        if not isinstance(agg, kind):
+            raise missing(f"Aggregate {agg_id} is not a {kind.__name__.lower()}")
+        return agg
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
         return await self._writer.submit(plan_id, change, self._get_plan)
@@ -214,13 +221,7 @@ class ApplicationDeliberationStore:
         return await asyncio.to_thread(self._get_story, story.id), False
 
     def _get_story(self, story_id: UUID) -> Story:
-        try:
-            s: Any = self._app.repository.get(story_id)
-        except AggregateNotFoundError:
-            raise StoryNotFoundError(f"Story {story_id} not found") from None
-        if not isinstance(s, Story):
-            raise StoryNotFoundError(f"Aggregate {story_id} is not a story")
-        return s
+        return self._get_kind(story_id, Story, StoryNotFoundError)
 
     async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
         return await self._writer.submit(story_id, change, self._get_story)
