@@ -157,11 +157,12 @@ class FleetNode:
                 runtime = await self._stage("agents (Ray)", self._start_agents)
             if "dispatcher" in runs:
                 app = self.app
+                observed = self._observed_store()
                 parts = await start_dispatch(
                     self._stack,
                     s,
-                    store=self._observed_store(),
-                    story_store=self.store,
+                    store=observed,
+                    story_store=observed,
                     feed_factory=lambda: ApplicationEventFeed(app),
                     runtime=TracedAgentRuntime(runtime, self.traces),
                     nats_url=self.endpoints.nats_url,

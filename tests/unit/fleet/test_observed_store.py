@@ -12,6 +12,7 @@ from aggregates import Deliberation, Plan
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import PlanDeliberationStore
+from dispatchers.story_phases import StoryStore
 from fleet.metrics import FleetMetrics
 from fleet.observed_store import ObservedStore
 from tests.support.deliberations import requested
@@ -34,7 +35,7 @@ def _public_methods(cls: type) -> set[str]:
 
 
 def test_every_store_method_is_written_out_and_none_falls_through() -> None:
-    ports = _public_methods(PlanDeliberationStore)
+    ports = _public_methods(PlanDeliberationStore) | _public_methods(StoryStore)
     assert ports == {
         "create",
         "get",
@@ -44,6 +45,8 @@ def test_every_store_method_is_written_out_and_none_falls_through() -> None:
         "create_plan",
         "update_plan",
         "get_plan",
+        "create_story",
+        "update_story",
     }
     assert ports <= set(vars(ObservedStore)), "a port method ObservedStore does not write out"
     assert _public_methods(ApplicationDeliberationStore) - ports == READ_SIDE_ONLY
