@@ -10,7 +10,7 @@ Each publish carries ``Nats-Expected-Last-Sequence`` (the stream's last sequence
 last saw it: the server refuses the message when anyone published meanwhile, so nothing is
 interleaved or doubled), ``Nats-Msg-Id`` (the idempotency key: within the duplicate window a
 repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers the position is read
-back from. After each publish, the same mark goes to the ``FLEET_OUTBOX`` key-value bucket:
+back from. After each batch, the last mark goes to the ``FLEET_OUTBOX`` key-value bucket:
 should the stream's own limits drop Fleet's last messages (the seed's stream kept seven days),
 the position survives there and nothing old is published again.
 
@@ -224,9 +224,11 @@ class JetStreamOutboxStream:
             mark = await self._tail()
             msg = f"outbox: {message.subject} {message.idempotency_key[:12]} was there already"
             raise PositionMovedError(msg, mark.position)
-        kept = {"position": position, "index": index, "count": count}
-        await self._kv.put(f"mark.{self.source}", json.dumps(kept).encode())
         return int(ack.seq)
+
+    def keep(self, mark: Mark) -> None:
+        kept = {"position": mark.position, "index": mark.index, "count": mark.count}
+        self._call(self._kv.put(f"mark.{self.source}", json.dumps(kept).encode()))
 
     def published(self) -> Iterator[PublishedMessage]:
         info = self._call(self._js.stream_info(self.stream_name))

@@ -29,6 +29,7 @@ from aggregates import Deliberation, Plan
 from aggregates.story import Story
 
 __all__ = [
+    "DISPATCH_TRIGGERS",
     "PRODUCER",
     "SUBJECTS",
     "IntegrationEvent",
@@ -73,7 +74,8 @@ _FAILURES: dict[type, tuple[str, str | None]] = {
 }
 """Terminal failures: the seed's ``error_type`` on ``.failed``, and the subject of their own."""
 
-_DISPATCH_TRIGGERS = (Deliberation.Started, Deliberation.ProposalReceived, Deliberation.AgentFailed)
+DISPATCH_TRIGGERS = (Deliberation.Started, Deliberation.ProposalReceived, Deliberation.AgentFailed)
+"""The events that dispatch a deliberation: the first of them (Started, as a rule) does."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +118,10 @@ def integration_events(event: object, position: int, history: History) -> list[I
         return [_phase_changed(e, position)]
     past = list(history(e.originator_id, e.originator_version))
     d = _Folded(past)
-    if isinstance(event, _DISPATCH_TRIGGERS):
+    if isinstance(event, DISPATCH_TRIGGERS):
         # Dispatched once: at Started, or at the first answer where another dispatcher's race
         # left no Started (the aggregate then implies the start).
-        earlier = [x for x in past[:-1] if isinstance(x, _DISPATCH_TRIGGERS)]
+        earlier = [x for x in past[:-1] if isinstance(x, DISPATCH_TRIGGERS)]
         return [] if earlier else [_dispatched(d, e, position)]
     if isinstance(event, Deliberation.Completed):
         return [_deliberation_completed(d, e, position), _task_completed(d, e, position)]

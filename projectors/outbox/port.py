@@ -74,6 +74,11 @@ class OutboxStream(Protocol):
         """
         ...
 
+    def keep(self, mark: Mark) -> None:
+        """Keep ``mark`` (the last message published) beside the stream: the position should
+        the stream's own limits drop Fleet's last messages. Called once per batch."""
+        ...
+
     def published(self) -> Iterator[PublishedMessage]:
         """Every message Fleet published on the stream, oldest first."""
         ...

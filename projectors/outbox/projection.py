@@ -23,6 +23,7 @@ runner reads them again from the last published one, and again they lead to noth
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -31,10 +32,17 @@ from eventsourcing.application import Application
 
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
-from projectors.outbox.messages import History, handles, integration_events
+from projectors.outbox.messages import (
+    DISPATCH_TRIGGERS,
+    History,
+    handles,
+    integration_events,
+)
 from projectors.outbox.port import Mark, OutboxStream
 
 __all__ = ["AppHistory", "OutboxProjection"]
+
+_DISPATCHED_KEPT = 100_000
 
 
 class AppHistory:
@@ -63,6 +71,9 @@ class OutboxProjection:
         self.stream = stream
         self.history = history
         self._mark: Mark | None = None
+        self._dispatched: OrderedDict[UUID, None] = OrderedDict()
+        """Deliberations whose dispatch this instance has handled: their later answers need no
+        history read to find they dispatch nothing (most of a log's events are answers)."""
         self._handled = 0
         """The last position this instance handled (published, or found to lead to nothing)."""
         self.published = 0
@@ -73,6 +84,7 @@ class OutboxProjection:
         half-published event, which is then finished from where it stopped)."""
         mark = self.stream.tail()
         self._mark = mark
+        self._dispatched.clear()  # re-derived from the stream's view, like everything else
         self._handled = mark.position if mark.complete else max(0, mark.position - 1)
         return self._handled
 
@@ -86,6 +98,18 @@ class OutboxProjection:
         """Forget this instance's view; nothing is deleted (see the module's docstring)."""
         self._mark = None
         self._handled = 0
+
+    def _dispatched_already(self, event: object) -> bool:
+        """True for a dispatch trigger of a deliberation whose dispatch this instance has
+        published or found published (such a trigger leads to nothing)."""
+        return isinstance(event, DISPATCH_TRIGGERS) and event.originator_id in self._dispatched
+
+    def _remember_dispatch(self, event: object) -> None:
+        """Called once ``event``'s messages are all on the stream."""
+        if isinstance(event, DISPATCH_TRIGGERS):
+            self._dispatched[event.originator_id] = None
+            if len(self._dispatched) > _DISPATCHED_KEPT:
+                self._dispatched.popitem(last=False)
 
     def apply(self, event: object, position: int) -> bool:
         """Publish one event's messages unfenced (tools and tests); False when none are new."""
@@ -115,10 +139,11 @@ class OutboxProjection:
                 msg = f"outbox: lease of epoch {fence.epoch} taken over"
                 raise ProjectionFencedError(msg)
         ours = 0
+        kept = mark
         for event, position in items:
             if position <= base:
                 continue
-            if handles(event):
+            if handles(event) and not self._dispatched_already(event):
                 messages = integration_events(event, position, self.history)
                 start = mark.index + 1 if position == mark.position else 0
                 for index in range(start, len(messages)):
@@ -133,5 +158,8 @@ class OutboxProjection:
                     self._mark = mark
                     self.published += 1
                 ours += 1 if messages else 0
+                self._remember_dispatch(event)
             self._handled = base = position
+        if mark != kept:
+            self.stream.keep(mark)
         return ours

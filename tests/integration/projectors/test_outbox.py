@@ -235,3 +235,27 @@ async def test_a_consumer_written_from_the_schemas_reads_every_event(
     broken = {**completed.body, "payload": {**completed.body["payload"], "decisions": []}}
     with pytest.raises(AssertionError, match="decisions"):
         check(completed.subject, broken, known)
+
+
+async def test_messages_dropped_by_the_streams_limits_are_not_published_again(
+    app: FleetApplication, private_nats_server: NatsServer, bridge: LoopThread
+) -> None:
+    """The seed's stream kept seven days: once Fleet's messages age out (here: a purge), a
+    restart finds its position in the key-value mark and publishes only what is new."""
+    url = private_nats_server.url
+    app.save(*one_of_each("old"))
+    runner = _runner(app, url, bridge)
+    with runner:
+        await asyncio.to_thread(runner.wait, app.recorder.max_notification_id() or 0, 20)
+    nc = await nats.connect(url)
+    try:
+        await nc.jetstream().purge_stream("ORCHESTRATOR_EVENTS")
+    finally:
+        await nc.close()
+    app.save(*one_of_each("new"))
+    runner = _runner(app, url, bridge)
+    with runner:
+        await asyncio.to_thread(runner.wait, app.recorder.max_notification_id() or 0, 20)
+    got = await read_all(url, at_least=MESSAGES_PER_ROUND)
+    assert [r.subject for r in got] == ORDER
+    assert {r.body["payload"].get("story_id") for r in got} <= {"s-new", ""}

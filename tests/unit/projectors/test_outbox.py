@@ -45,6 +45,9 @@ class InMemoryOutboxStream:
         self.messages.append((message, position, index, count))
         return len(self.messages)
 
+    def keep(self, mark: Mark) -> None:
+        pass
+
     def published(self) -> Iterator[PublishedMessage]:
         for seq, (m, position, index, _) in enumerate(self.messages, start=1):
             yield PublishedMessage(seq, m.subject, m.idempotency_key, position, index)
