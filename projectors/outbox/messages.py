@@ -7,11 +7,13 @@ different a second time.
 
 Envelope (the seed's late ``EventEnvelope``, which the Context service requires: it drops a
 body without one): ``event_type`` (the subject), ``payload`` (the fields the seed's consumers
-read: story_id, task_id, decisions, …), ``idempotency_key`` (sha256 of
-``event_type:entity_id[:operation]``, no time in it), ``correlation_id`` (the deliberation's id;
-the plan's or the story's for their events), ``causation_id`` (the Fleet event's stream
-sequence, as a string), ``timestamp`` (ISO 8601 of the Fleet event), ``producer``
-(``fleet-orchestrator``) and ``metadata`` (strings: Fleet's aggregate id and version).
+read: story_id, task_id, decisions, …; also repeated at the top level for consumers of the
+seed's flat bodies, but for ``timestamp`` and ``metadata``, which are the envelope's there),
+``idempotency_key`` (sha256 of ``event_type:entity_id[:operation]``, no time in it),
+``correlation_id`` (the deliberation's id; the plan's or the story's for their events),
+``causation_id`` (the Fleet event's stream sequence, as a string), ``timestamp`` (ISO 8601 of
+the Fleet event), ``producer`` (``fleet-orchestrator``) and ``metadata`` (strings: Fleet's
+aggregate id and version).
 ``docs/integration-events.md`` and the JSON Schemas in ``proto/schemas/`` describe each one.
 """
 
@@ -152,7 +154,11 @@ def _envelope(
     payload: dict[str, Any],
 ) -> IntegrationEvent:
     key = idempotency_key(subject, entity_id, operation)
+    # The payload's fields are also at the top level, for the seed's consumers written before
+    # its envelope (they read story_id, task_id, decisions there); the envelope's own fields
+    # win where names meet (timestamp: ISO at the top, float seconds in the payload).
     body = {
+        **{k: v for k, v in payload.items() if k not in _ENVELOPE_FIELDS},
         "event_type": subject,
         "payload": payload,
         "idempotency_key": key,
@@ -168,6 +174,12 @@ def _envelope(
     }
     data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return IntegrationEvent(subject, key, data.encode())
+
+
+_ENVELOPE_FIELDS = frozenset(
+    {"event_type", "payload", "idempotency_key", "correlation_id", "causation_id", "timestamp",
+     "producer", "metadata"}
+)  # fmt: skip
 
 
 def _iso(t: datetime) -> str:

@@ -111,6 +111,9 @@ async def test_each_event_once_in_order_across_restart_and_rebuild(
     assert payload["winner"] == payload["ranking"][0] == payload["decisions"][0]["agent_id"]
     assert payload["decisions"][0]["affected_subtask"] == "done-a"
     assert completed["correlation_id"] == payload["deliberation_id"]
+    # The seed's flat readers find the same fields at the top level.
+    assert (completed["story_id"], completed["task_id"]) == ("s-a", "done-a")
+    assert completed["decisions"] == payload["decisions"]
     timed_out = next(r.body for r in got if r.subject.endswith("task.timed_out"))
     assert timed_out["payload"]["error_type"] == "timeout"
 
