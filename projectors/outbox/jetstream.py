@@ -142,14 +142,7 @@ class JetStreamOutboxStream:
                 duplicate_window=DUPLICATE_WINDOW_S,
             ),
         )
-        kv = await js.create_key_value(
-            KeyValueConfig(
-                bucket=OUTBOX_BUCKET,
-                history=1,
-                storage=StorageType.FILE,
-                replicas=checked_replicas(replicas),
-            )
-        )
+        kv = await _bucket(js, replicas)
         return cls(nc, bridge, source=source, stream=name, kv=kv)
 
     def close(self) -> None:
@@ -303,3 +296,21 @@ def _body_key(data: bytes) -> str:
         return ""
     key = body.get("idempotency_key", "") if isinstance(body, dict) else ""
     return key if isinstance(key, str) else ""
+
+
+async def _bucket(js: Any, replicas: int) -> Any:
+    """The ``FLEET_OUTBOX`` bucket, made when absent with the replica rule of every stream
+    Fleet makes (an existing one is raised, never lowered, and otherwise left as it is)."""
+    config = KeyValueConfig(
+        bucket=OUTBOX_BUCKET,
+        history=1,
+        storage=StorageType.FILE,
+        replicas=checked_replicas(replicas),
+    )
+    with contextlib.suppress(NotFoundError):
+        kv = await js.key_value(OUTBOX_BUCKET)
+        await ensure_stream(
+            js, StreamConfig(name=f"KV_{OUTBOX_BUCKET}", num_replicas=config.replicas)
+        )
+        return kv
+    return await js.create_key_value(config)

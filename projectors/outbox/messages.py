@@ -62,9 +62,10 @@ SUBJECTS = (
 )
 """Every subject the outbox publishes on (each has a schema in ``proto/schemas/``)."""
 
-ARCHITECT_EVENT = "ArchitectSelected"
-"""The class name of a Deliberation event recording the architect's choice (read by name, so
-the outbox works whether or not this Fleet records one)."""
+ARCHITECT_PREFIX = "Architect"
+"""Deliberation events whose class name starts so record the architect's choice
+(``ArchitectSelected``, or a fallback flavour of it): read by name and by field, so the outbox
+works whether or not this Fleet records one, and whatever fields a version adds."""
 
 History = Callable[[UUID, int], Sequence[object]]
 """The events of one aggregate up to a version, oldest first (the application's event store)."""
@@ -256,8 +257,8 @@ class _Folded:
         elif isinstance(x, Deliberation.ProposalScored):
             self.scores[x.agent_id] = x.score
             self.checks[x.agent_id] = list(x.checks)
-        elif type(x).__name__ == ARCHITECT_EVENT:
-            self.architect = x
+        elif type(x).__name__.startswith(ARCHITECT_PREFIX):
+            self.architect = x  # the last one counts (a fallback after a failed call, say)
 
     def common(self, e: Any) -> dict[str, Any]:
         r = self.requested
@@ -325,12 +326,14 @@ def _architect(x: Any) -> dict[str, Any] | None:
     if x is None:
         return None
     reason = getattr(x, "fallback_reason", None) or getattr(x, "reason", None) or ""
+    name = type(x).__name__
+    fallback = bool(getattr(x, "fallback", False) or reason or "Fallback" in name)
     return {
         "winner": str(getattr(x, "winner", "")),
         "rationale": str(getattr(x, "rationale", "")),
         "candidates": [str(c) for c in getattr(x, "candidates", []) or []],
         "architect_id": str(getattr(x, "architect_id", "")),
-        "fallback": bool(getattr(x, "fallback", False) or reason),
+        "fallback": fallback,
         "fallback_reason": str(reason),
     }
 

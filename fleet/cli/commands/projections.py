@@ -1,8 +1,9 @@
 """``fleet projections status|rebuild``: where each projection stands, and rebuilding one.
 
-Both talk to the running node over gRPC (GetNodeStatus, RebuildProjection): the node is the one writer
-of its stores (the embedded graph is a directory only one process may open), so a rebuild happens
-in it, fenced like any other write, while readers fall back to replays.
+Both talk to the running node over gRPC (GetNodeStatus, RebuildProjection): the node is the one
+writer of its stores (the embedded graph is a directory only one process may open), so a rebuild
+happens in it, fenced like any other write, while readers fall back to replays. Rebuilding the
+outbox deletes nothing (its messages are the consumers'): it publishes only what is missing.
 """
 
 from __future__ import annotations

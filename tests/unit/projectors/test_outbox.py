@@ -129,3 +129,30 @@ def test_a_story_changing_back_and_forth_keeps_distinct_keys() -> None:
     _run(OutboxProjection(stream, _history(by_id)), [(e, p) for p, e in enumerate(events, 1)], 10)
     keys = [m.idempotency_key for m, *_ in stream.messages]
     assert len(keys) == 3 == len(set(keys))
+
+
+class ArchitectSelected:
+    """Stands in for the Deliberation event that records the architect's choice: the outbox
+    reads it by class name and fields, not by import."""
+
+    def __init__(self, before: object, **fields: object) -> None:
+        self.originator_id = before.originator_id  # type: ignore[attr-defined]
+        self.originator_version = before.originator_version + 1  # type: ignore[attr-defined]
+        self.__dict__.update(fields)
+
+
+def test_the_architects_choice_and_rationale_reach_the_decision() -> None:
+    log, by_id = _log()
+    completed = next(e for e, _ in log if type(e).__name__ == "Completed")
+    history = by_id[completed.originator_id]  # type: ignore[attr-defined]
+    choice = ArchitectSelected(
+        history[-2], winner=completed.winner, rationale="Simplest correct one",  # type: ignore[attr-defined]
+        candidates=list(completed.ranking), architect_id="architect-1",  # type: ignore[attr-defined]
+    )  # fmt: skip
+    history.insert(-1, choice)  # recorded before the deliberation completes
+    stream = InMemoryOutboxStream()
+    _run(OutboxProjection(stream, _history(by_id)), log, batch=100)
+    body = next(json.loads(m.body) for m, *_ in stream.messages if "deliberation" in m.subject)
+    architect = body["payload"]["architect"]
+    assert architect["rationale"] == "Simplest correct one" and not architect["fallback"]
+    assert body["payload"]["decisions"][0]["rationale"] == "Simplest correct one"
