@@ -8,19 +8,20 @@ it is: its consumers keep reading where they were.
 
 Each publish carries ``Nats-Expected-Last-Sequence`` (the stream's last sequence as the outbox
 last saw it: the server refuses the message when anyone published meanwhile, so nothing is
-interleaved or doubled), ``Nats-Msg-Id`` (the idempotency key: within the duplicate window a
-repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers the position is read
-back from. After each batch, the last mark goes to the ``FLEET_OUTBOX`` key-value bucket:
-should the stream's own limits drop Fleet's last messages (the seed's stream kept seven days),
-the position survives there and nothing old is published again.
+interleaved or doubled), ``Nats-Msg-Id`` (``<event stream>:<idempotency key>``: within the
+duplicate window a repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers
+the position is read back from. After each batch, the last mark goes to the ``FLEET_OUTBOX``
+key-value bucket: should the stream's own limits drop Fleet's last messages (the seed's stream
+kept seven days), the position survives there and nothing old is published again.
 
 The writer's lease lives in the same bucket (key ``lease.<event stream>``: owner, epoch,
 expiry), changed only by compare-and-set on the key's revision, so two instances cannot both
 win a claim. Messages, lease and mark are all scoped to the Fleet event stream they come from
 (``Fleet-Outbox-Source``), so Fleet installations sharing one NATS keep apart.
 
-Sync API over an async client: every call crosses to the loop of a ``Bridge`` (the event store's
-loop thread in Fleet), where the connection lives.
+Sync API over an async client (the runner calls the projection from its own thread): every call
+crosses to the loop of a ``Bridge``, where the connection lives (in Fleet, a loop thread of the
+outbox's own, of the kind the event store uses: ``eventstore._loop_thread.LoopThread``).
 """
 
 from __future__ import annotations
