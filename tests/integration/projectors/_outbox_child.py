@@ -1,7 +1,8 @@
 """An outbox process for the crash test: the outbox projection over a JetStream stream.
 
-``python -m tests.integration.projectors._outbox_child NATS_URL STREAM`` prints the outbox's
-position every 20 ms and runs until killed. The test SIGKILLs it at random moments.
+``python -m tests.integration.projectors._outbox_child NATS_URL STREAM [BATCH [OWNER]]`` prints
+the outbox's position every 20 ms and runs until killed. The tests SIGKILL it at random moments,
+or run two (two owners) and kill the one that holds the lease.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main(argv: list[str]) -> int:
     runner = ProjectorRunner(
         app,
         OutboxProjection(outbox, AppHistory(app)),
-        owner="child",
+        owner=argv[3] if len(argv) > 3 else "child",
         batch_size=int(argv[2]) if len(argv) > 2 else 50,
         retry_on=(OutboxUnavailableError,),
     )

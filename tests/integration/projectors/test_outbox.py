@@ -8,11 +8,12 @@ server lets only one stream hold.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import nats
@@ -262,3 +263,55 @@ async def test_messages_dropped_by_the_streams_limits_are_not_published_again(
     got = await read_all(url, at_least=MESSAGES_PER_ROUND)
     assert [r.subject for r in got] == ORDER
     assert {r.body["payload"].get("story_id") for r in got} <= {"s-new", ""}
+
+
+@pytest.mark.timeout(120)
+async def test_a_standby_takes_over_a_killed_owner_and_nothing_is_doubled(
+    app: FleetApplication, private_nats_server: NatsServer
+) -> None:
+    """Two outbox processes, two owners: one publishes, the other stands by on the lease; the
+    owner SIGKILLed mid-way, the standby finishes after the lease (3 s), each message once."""
+    url = private_nats_server.url
+    rounds = 10
+    for k in range(rounds):
+        app.save(*one_of_each(f"t{k}"))
+    expected = rounds * MESSAGES_PER_ROUND
+    cmd = [sys.executable, "-m", "tests.integration.projectors._outbox_child", url, "FLEET_EVENTS"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    children = {o: await _spawn([*cmd, "1", o], env) for o in ("a", "b")}
+    try:
+
+        async def published() -> int:
+            try:
+                return int((await js.stream_info("ORCHESTRATOR_EVENTS")).state.messages)
+            except nats.js.errors.NotFoundError:
+                return 0
+
+        async def owner() -> str:
+            kv = await js.key_value("FLEET_OUTBOX")
+            return str(json.loads((await kv.get("lease.FLEET_EVENTS")).value or b"{}")["owner"])
+
+        await eventually(
+            lambda: _at_least(published, 20), timeout=60, what="the first owner publishing"
+        )
+        first = await owner()
+        children[first].send_signal(signal.SIGKILL)
+        await children[first].wait()
+        assert await published() < expected, "the owner finished before the kill"
+        await eventually(lambda: _at_least(published, expected), timeout=60, what="the rest")
+        assert await owner() != first  # the standby took the lease over
+    finally:
+        for child in children.values():
+            if child.returncode is None:
+                child.send_signal(signal.SIGKILL)
+                await child.wait()
+        await nc.close()
+    got = await read_all(url, at_least=expected)
+    assert [r.subject for r in got] == ORDER * rounds
+    _assert_once_in_order(got, app.recorder.max_notification_id() or 0)
+
+
+async def _at_least(count: Callable[[], Awaitable[int]], n: int) -> bool:
+    return await count() >= n
