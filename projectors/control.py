@@ -35,7 +35,7 @@ from projectors.graph.projection import GraphProjection
 from projectors.outbox.projection import OutboxProjection
 from projectors.outbox.verify import verify_outbox
 from projectors.runner import ProjectorRunner
-from projectors.verify import VerifyReport, verify
+from projectors.verify import VerifyReport, story_differences, verify
 
 __all__ = ["ProjectionStatus", "Projections"]
 
@@ -145,6 +145,8 @@ class Projections:
         report = verify(
             self._app, graph=graph, board=board, cache_expiry_s=expiry, on_progress=on_progress
         )
+        if graph is not None:  # stories: their phase changes, deliberations and plans
+            report.differences += story_differences(self._app, graph)
         if outbox is not None:  # its messages on the stream, against what the log leads to
             report.differences += verify_outbox(self._app, outbox)
             runner = next((r for r in self._runners if r.projection is outbox), None)

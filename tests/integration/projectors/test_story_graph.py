@@ -10,7 +10,9 @@ import pytest
 
 from projectors.graph.ladybug import LadybugGraph
 from projectors.graph.projection import GraphProjection
+from projectors.verify import story_differences
 from tests.support.outbox import one_of_each
+from tests.unit.projectors import scenarios
 
 STORY_LINKS = """
 MATCH (s:Story {id: $story})-[r]->(x)
@@ -54,5 +56,28 @@ def test_a_story_links_its_plans_deliberations_and_phase_changes(
             {"now": "TEST", "from_phase": "DESIGN", "to_phase": "BUILD"},
             {"now": "TEST", "from_phase": "BUILD", "to_phase": "TEST"},
         ]
+    finally:
+        graph.close()
+
+
+def test_verify_finds_the_stories_in_the_graph_as_the_log_says_and_a_changed_one(
+    tmp_path: Path,
+) -> None:
+    app = scenarios.popo_app()
+    app.save(*one_of_each("v"))
+    graph = LadybugGraph(tmp_path / "graph" / "g.lbug")
+    try:
+        projection = GraphProjection(graph)
+        head = app.recorder.max_notification_id() or 0
+        notifications = app.recorder.select_notifications(1, head)
+        log = [(app.mapper.to_domain_event(n), n.id) for n in notifications]
+        projection.apply_batch(log, base=0)
+        assert story_differences(app, graph) == []
+        graph._write.execute("MATCH (c:PhaseChange {to_phase: 'TEST'}) SET c.to_phase = 'DOCS'")
+        graph._write.execute("MATCH (s:Story) SET s.phase = 'DESIGN'")
+        details = sorted(d.detail for d in story_differences(app, graph))
+        assert len(details) == 3, details
+        assert "story s-v: graph phase 'DESIGN', replay 'TEST'" in details
+        assert any("follows from no event" in d and "DOCS" in d for d in details)
     finally:
         graph.close()
