@@ -30,6 +30,7 @@ from uuid import UUID
 
 from eventsourcing.application import Application
 
+from aggregates import Deliberation
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
 from projectors.outbox.messages import (
@@ -43,6 +44,14 @@ from projectors.outbox.port import Mark, OutboxStream
 __all__ = ["AppHistory", "OutboxProjection"]
 
 _DISPATCHED_KEPT = 100_000
+_SEEN_KEPT = 10_000
+"""Deliberations followed in memory at most (the oldest are then read from the store)."""
+_TERMINAL = (
+    Deliberation.Completed,
+    Deliberation.Failed,
+    Deliberation.TimedOut,
+    Deliberation.Cancelled,
+)
 
 
 class AppHistory:
@@ -71,6 +80,9 @@ class OutboxProjection:
         self.stream = stream
         self.history = history
         self._mark: Mark | None = None
+        self._seen: OrderedDict[UUID, list[object]] = OrderedDict()
+        """The events of each deliberation whose request this instance handled, while it runs:
+        its messages then need no history read (a read per decision costs most of a catch-up)."""
         self._dispatched: OrderedDict[UUID, None] = OrderedDict()
         """Deliberations whose dispatch this instance has handled: their later answers need no
         history read to find they dispatch nothing (most of a log's events are answers)."""
@@ -85,6 +97,7 @@ class OutboxProjection:
         mark = self.stream.tail()
         self._mark = mark
         self._dispatched.clear()  # re-derived from the stream's view, like everything else
+        self._seen.clear()
         self._handled = mark.position if mark.complete else max(0, mark.position - 1)
         return self._handled
 
@@ -98,6 +111,28 @@ class OutboxProjection:
         """Forget this instance's view; nothing is deleted (see the module's docstring)."""
         self._mark = None
         self._handled = 0
+
+    def _note(self, event: object) -> None:
+        """Follow the deliberations requested while this instance runs (and forget finished
+        ones: nothing follows a terminal event but a late answer, which leads to nothing)."""
+        d_id = getattr(event, "originator_id", None)
+        if not isinstance(d_id, UUID):
+            return
+        if isinstance(event, Deliberation.Requested):
+            self._seen[d_id] = [event]
+            if len(self._seen) > _SEEN_KEPT:
+                self._seen.popitem(last=False)
+        elif d_id in self._seen:
+            self._seen[d_id].append(event)
+
+    def _history_of(self, d_id: UUID, version: int) -> Sequence[object]:
+        """``d_id``'s events up to ``version``: those followed here, else read from the store."""
+        seen = self._seen.get(d_id)
+        if seen and getattr(seen[-1], "originator_version", None) == version:
+            if isinstance(seen[-1], _TERMINAL):
+                del self._seen[d_id]
+            return seen
+        return self.history(d_id, version)
 
     def _dispatched_already(self, event: object) -> bool:
         """True for a dispatch trigger of a deliberation whose dispatch this instance has
@@ -143,8 +178,9 @@ class OutboxProjection:
         for event, position in items:
             if position <= base:
                 continue
+            self._note(event)
             if handles(event) and not self._dispatched_already(event):
-                messages = integration_events(event, position, self.history)
+                messages = integration_events(event, position, self._history_of)
                 start = mark.index + 1 if position == mark.position else 0
                 for index in range(start, len(messages)):
                     seq = self.stream.publish(

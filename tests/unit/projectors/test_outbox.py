@@ -150,9 +150,24 @@ def test_the_architects_choice_and_rationale_reach_the_decision() -> None:
         candidates=list(completed.ranking), architect_id="architect-1",  # type: ignore[attr-defined]
     )  # fmt: skip
     history.insert(-1, choice)  # recorded before the deliberation completes
+    at = next(i for i, (e, _) in enumerate(log) if e is completed)
+    events = [e for e, _ in log[:at]] + [choice] + [e for e, _ in log[at:]]
+    log = [(e, p) for p, e in enumerate(events, start=1)]
     stream = InMemoryOutboxStream()
     _run(OutboxProjection(stream, _history(by_id)), log, batch=100)
     body = next(json.loads(m.body) for m, *_ in stream.messages if "deliberation" in m.subject)
     architect = body["payload"]["architect"]
     assert architect["rationale"] == "Simplest correct one" and not architect["fallback"]
     assert body["payload"]["decisions"][0]["rationale"] == "Simplest correct one"
+
+
+def test_followed_and_read_back_histories_give_the_same_bytes() -> None:
+    """A running outbox folds what it followed; a restarted one reads histories back: the
+    messages must not differ by a byte (else a restart could not recognise what is there)."""
+    log, by_id = _log()
+    followed = InMemoryOutboxStream()
+    _run(OutboxProjection(followed, _history(by_id)), log, batch=100)
+    restarted = InMemoryOutboxStream()
+    for k in range(1, len(log) + 1):  # a new instance for every event: never follows one
+        _run(OutboxProjection(restarted, _history(by_id)), log[:k], batch=1)
+    assert [m.body for m, *_ in restarted.messages] == [m.body for m, *_ in followed.messages]
