@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nats
 import pytest
+from nats.js.api import StreamConfig
 
 from application.app import FleetApplication
 from eventstore._loop_thread import LoopThread
@@ -315,3 +316,35 @@ async def test_a_standby_takes_over_a_killed_owner_and_nothing_is_doubled(
 
 async def _at_least(count: Callable[[], Awaitable[int]], n: int) -> bool:
     return await count() >= n
+
+
+async def test_the_seed_systems_own_stream_is_used_as_it_is(
+    app: FleetApplication, private_nats_server: NatsServer, bridge: LoopThread
+) -> None:
+    """An ``ORCHESTRATOR_EVENTS`` the seed system made (seven days' retention, a message of its
+    orchestrator in it) keeps its settings and its messages; Fleet's follow."""
+    url = private_nats_server.url
+    week = 7 * 24 * 3600.0
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    try:
+        config = StreamConfig(
+            name="ORCHESTRATOR_EVENTS", subjects=["orchestration.>"], max_age=week
+        )
+        await js.add_stream(config)
+        await js.publish("orchestration.task.dispatched", b'{"event_type": "seed"}')
+        app.save(*one_of_each("seed"))
+        runner = _runner(app, url, bridge)
+        with runner:
+            await asyncio.to_thread(runner.wait, app.recorder.max_notification_id() or 0, 20)
+            await js.publish("orchestration.task.dispatched", b'{"event_type": "seed again"}')
+            app.save(*one_of_each("after"))
+            await asyncio.to_thread(runner.wait, app.recorder.max_notification_id() or 0, 20)
+        info = await js.stream_info("ORCHESTRATOR_EVENTS")
+    finally:
+        await nc.close()
+    assert info.config.max_age == week
+    got = await read_all(url, at_least=2 * MESSAGES_PER_ROUND + 2)
+    ours = [r for r in got if r.body.get("producer") == "fleet-orchestrator"]
+    assert [r.subject for r in ours] == ORDER + ORDER
+    assert [r.body["event_type"] for r in got if r not in ours] == ["seed", "seed again"]
