@@ -1,14 +1,16 @@
 """The Story aggregate: a story of the planning service, and the phase changes it went through.
 
-Planning moves a story through phases (the seed's DESIGN, BUILD, TEST, DOCS, or its own state
-names); ``Story.PhaseChanged`` records each move as a fact. A repeated transition (a redelivery,
-or the gRPC twin of the NATS event) records nothing: the story is already there. The id derives
-from the planning service's story id, so every writer names the same aggregate.
+Planning owns a story's phase; Fleet records each transition it hears of
+(``planning.story.transitioned``) as a fact, so the graph can show a story's history beside its
+plans and deliberations and the outbox can pass it on as ``orchestration.phase.changed``. The id
+derives from the planning service's story id: every transition of one story lands on one
+aggregate. A redelivered transition (same from, to and time) is recorded once.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -16,9 +18,27 @@ from eventsourcing.domain import Aggregate, event
 from aggregates.errors import InvalidDeliberationError
 from aggregates.ids import FLEET_NAMESPACE
 
-__all__ = ["Story", "story_id_of"]
+__all__ = ["Phase", "Story", "story_id_of"]
 
-MAX_PHASE = 64
+MAX_STORY_ID = 256
+
+
+class Phase(str, Enum):
+    """The planning service's story phases, in their usual order."""
+
+    DESIGN = "DESIGN"
+    BUILD = "BUILD"
+    TEST = "TEST"
+    DOCS = "DOCS"
+
+    @classmethod
+    def parse(cls, value: object, field: str) -> Phase:
+        """Accept any case; anything else is an error naming ``field`` and the choices."""
+        try:
+            return cls(str(value).strip().upper())
+        except ValueError:
+            choices = ", ".join(p.value for p in cls)
+            raise InvalidDeliberationError(field, f"{value!r} is not one of {choices}") from None
 
 
 def story_id_of(story_id: str) -> UUID:
@@ -27,46 +47,61 @@ def story_id_of(story_id: str) -> UUID:
 
 
 class Story(Aggregate):
-    """A story and its current phase. Guards in the commands; mutators only change state."""
+    """One story's phase history. Guards in the commands; mutators only change state."""
 
     class Registered(Aggregate.Created):
+        """Fleet first heard of the story (with its first phase change)."""
+
         story_id: str
 
     class PhaseChanged(Aggregate.Event):
+        """Planning moved the story from ``from_phase`` to ``to_phase`` at ``at`` (the story id
+        repeated, so a reader of this event alone can name the story)."""
+
+        story_id: str
         from_phase: str
         to_phase: str
         at: datetime
 
     @classmethod
     def register(cls, story_id: str) -> Story:
-        """Raises InvalidDeliberationError naming ``story_id`` when it is empty."""
-        if not story_id.strip():
+        """Create the aggregate of ``story_id``.
+
+        Raises:
+            InvalidDeliberationError: an empty or over-long story id (naming ``story_id``).
+        """
+        sid = story_id.strip()
+        if not sid:
             raise InvalidDeliberationError("story_id", "must not be empty")
-        return cls._create(cls.Registered, id=story_id_of(story_id.strip()), story_id=story_id)
+        if len(sid) > MAX_STORY_ID:
+            raise InvalidDeliberationError("story_id", f"longer than {MAX_STORY_ID} characters")
+        return cls._create(cls.Registered, id=story_id_of(sid), story_id=sid)
 
     @event(Registered)
     def __init__(self, *, story_id: str) -> None:
         self.story_id = story_id
-        self.phase = ""
-        self.phases: list[tuple[str, str, datetime]] = []
+        self.phase: Phase | None = None
+        self.transitions: list[tuple[Phase, Phase, datetime]] = []
 
-    def change_phase(self, *, from_phase: str, to_phase: str, at: datetime) -> bool:
-        """Record a move to ``to_phase``; False (nothing recorded) when the story is there
-        already. ``from_phase`` is what planning said it left (kept as said: planning is the
-        authority on its own states).
+    def change_phase(self, from_phase: Phase, to_phase: Phase, at: datetime) -> bool:
+        """Record a transition; False (nothing recorded) when this one is recorded already.
+
+        A transition whose ``from_phase`` is not the phase last recorded is still recorded:
+        Planning owns the phase, and a transition Fleet missed must not hide the next one.
 
         Raises:
-            InvalidDeliberationError: naming ``to_phase`` when it is empty or too long.
+            InvalidDeliberationError: ``to_phase`` equals ``from_phase`` (naming ``to_phase``).
         """
-        to = to_phase.strip().upper()
-        if not to or len(to) > MAX_PHASE:
-            raise InvalidDeliberationError("to_phase", f"{to_phase[:80]!r} is not a phase")
-        if to == self.phase:
+        if from_phase == to_phase:
+            raise InvalidDeliberationError("to_phase", f"is {to_phase.value}, as from_phase")
+        if (from_phase, to_phase, at) in self.transitions:
             return False
-        self._phase_changed(from_phase=from_phase.strip().upper(), to_phase=to, at=at)
+        self._phase_changed(
+            story_id=self.story_id, from_phase=from_phase.value, to_phase=to_phase.value, at=at
+        )
         return True
 
     @event(PhaseChanged)
-    def _phase_changed(self, from_phase: str, to_phase: str, at: datetime) -> None:
-        self.phase = to_phase
-        self.phases.append((from_phase, to_phase, at))
+    def _phase_changed(self, story_id: str, from_phase: str, to_phase: str, at: datetime) -> None:
+        self.phase = Phase(to_phase)
+        self.transitions.append((Phase(from_phase), Phase(to_phase), at))

@@ -34,10 +34,12 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
 from aggregates import Deliberation, Plan
+from aggregates.story import Story
 from application.app import FleetApplication
 from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
+A = TypeVar("A")
 log = logging.getLogger(__name__)
 
 
@@ -46,6 +48,13 @@ class DeliberationNotFoundError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "deliberation not found"
+
+
+class StoryNotFoundError(KeyError):
+    """No phase change of this story was ever recorded."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "story not found"
 
 
 class PlanNotFoundError(KeyError):
@@ -60,9 +69,6 @@ class RecordNotFoundError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
-
-
-A = TypeVar("A")
 
 
 class ApplicationDeliberationStore:
@@ -198,13 +204,17 @@ class ApplicationDeliberationStore:
         return await asyncio.to_thread(self._get_plan, plan_id)
 
     def _get_plan(self, plan_id: UUID) -> Plan:
+        return self._get_kind(plan_id, Plan, PlanNotFoundError)
+
+    def _get_kind(self, agg_id: UUID, kind: type[A], missing: type[KeyError]) -> A:
+        """The aggregate ``agg_id`` if it is a ``kind``; else ``missing`` naming the id."""
         try:
-            p: Any = self._app.repository.get(plan_id)
+            agg: Any = self._app.repository.get(agg_id)
         except AggregateNotFoundError:
-            raise PlanNotFoundError(f"Plan {plan_id} not found") from None
-        if not isinstance(p, Plan):
-            raise PlanNotFoundError(f"Aggregate {plan_id} is not a plan")
-        return p
+            raise missing(f"{kind.__name__} {agg_id} not found") from None
+        if not isinstance(agg, kind):
+            raise missing(f"Aggregate {agg_id} is not a {kind.__name__.lower()}")
+        return agg
 
     async def update_plan(self, plan_id: UUID, change: Callable[[Plan], T]) -> T:
         return await self._writer.submit(plan_id, change, self._get_plan)
@@ -234,6 +244,20 @@ class ApplicationDeliberationStore:
 
     async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
         return await self._writer.submit(aggregate_id, change, lambda i: self._get_record(i, kind))
+
+    # ------------------------------------------------------------------ stories
+
+    async def create_story(self, story: Story) -> tuple[Story, bool]:
+        """Save a newly heard-of story. Returns (the stored one, created?): idempotent."""
+        if await self._create(story):
+            return story, True
+        return await asyncio.to_thread(self._get_story, story.id), False
+
+    def _get_story(self, story_id: UUID) -> Story:
+        return self._get_kind(story_id, Story, StoryNotFoundError)
+
+    async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
+        return await self._writer.submit(story_id, change, self._get_story)
 
     async def history(self, deliberation_id: UUID) -> list[Any]:
         """Every stored event of one deliberation, oldest first (domain events)."""

@@ -255,7 +255,8 @@ async def gather_facts(
     phases: tuple[tuple[str, str, datetime], ...] = ()
     if story_id:
         try:
-            phases = tuple((await store.get_record(story_id_of(story_id), Story)).phases)
+            story = await store.get_record(story_id_of(story_id), Story)
+            phases = tuple((f.value, t.value, at) for f, t, at in story.transitions)
         except KeyError:
             phases = ()
     others = [t for t in dict.fromkeys([*related, *(plan.task_ids() if plan else [])])]

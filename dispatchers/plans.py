@@ -75,7 +75,8 @@ def _task_text(item: Any) -> str:
     return ""
 
 
-def _timestamp(value: Any) -> datetime | None:
+def read_timestamp(value: Any) -> datetime | None:
+    """A planning body's time: epoch seconds or ms, or ISO 8601 (UTC when it names no zone)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = value / 1000 if value > 1e11 else value  # epoch ms or s
         return datetime.fromtimestamp(seconds, tz=UTC)
@@ -129,7 +130,7 @@ def parse_plan_approval(body: bytes) -> PlanApproval:
         plan_id=plan_id,
         story_id=story_id,
         approved_by=_text(data.get("approved_by")),
-        approved_at=_timestamp(data.get("timestamp")),
+        approved_at=read_timestamp(data.get("timestamp")),
         roles=tuple(r.strip() for r in roles if r.strip()),
         description=_text(data.get("description") or data.get("summary") or data.get("title")),
         tasks=tuple(t for t in (_task_text(x) for x in tasks_raw) if t),

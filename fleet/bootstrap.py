@@ -170,10 +170,12 @@ class FleetNode:
                 self.runtime = runtime
             if "dispatcher" in runs:
                 app = self.app
+                observed = self._observed_store()
                 parts = await start_dispatch(
                     self._stack,
                     s,
-                    store=self._observed_store(),
+                    store=observed,
+                    story_store=observed,
                     feed_factory=lambda: ApplicationEventFeed(app),
                     runtime=TracedAgentRuntime(runtime, self.traces),
                     nats_url=self.endpoints.nats_url,
@@ -187,6 +189,8 @@ class FleetNode:
                 self.watch("plan dispatcher", parts.plans)
                 if parts.plan_consumer is not None:
                     self.watch("plan approvals", parts.plan_consumer)
+                if parts.story_consumer is not None:
+                    self.watch("story transitions", parts.story_consumer)
                 if self.metrics is not None:
                     self.metrics.track_dispatcher(dispatcher)
                     # Work waiting: the dispatchers' notices, and the agent calls per role when
@@ -293,6 +297,8 @@ class FleetNode:
             runners.append(
                 ProjectorRunner(self.app, CacheProjection(board), retry_on=down, lease_ms=lease_ms)
             )
+        if projects and s.outbox:
+            runners.append(await asyncio.to_thread(self._outbox_runner, lease_ms))
         if projects:  # an API-only replica reads, never projects
             for r in runners:
                 r.start()
@@ -319,6 +325,28 @@ class FleetNode:
         self.control = RemoteProjections(requester, self.projections if reads_all else None)
         reader = LocalGraphReader(graph) if graph is not None else RemoteGraph(requester)
         return board, reader
+
+    def _outbox_runner(self, lease_ms: int) -> ProjectorRunner:
+        """The integration-event outbox: its own loop thread holds its NATS connection (the
+        projection is called from the runner's thread, the client is asyncio's)."""
+        from eventstore._loop_thread import LoopThread
+        from projectors.outbox import AppHistory, OutboxProjection
+        from projectors.outbox.jetstream import JetStreamOutboxStream, OutboxUnavailableError
+
+        assert self.app is not None
+        bridge = LoopThread(name="outbox-loop")
+        self._stack.callback(bridge.close)
+        stream = JetStreamOutboxStream.open(
+            self.endpoints.nats_url,
+            bridge,
+            source=self.settings.stream,
+            replicas=self.settings.stream_replicas,
+        )
+        self._stack.callback(stream.close)
+        projection = OutboxProjection(stream, AppHistory(self.app))
+        return ProjectorRunner(
+            self.app, projection, retry_on=(OutboxUnavailableError,), lease_ms=lease_ms
+        )
 
     def _connect_cache(self) -> ValkeyDeliberationBoard | None:
         s = self.settings

@@ -146,7 +146,11 @@ class Settings:
     """How long a crashed projector's lease keeps a standby (or its restart) waiting; renewed
     every third of it. The embedded graph needs none: its file lock proves the owner gone."""
     plan_consumer: bool = True
-    """The dispatcher consumes ``planning.plan.approved`` from NATS."""
+    """The dispatcher consumes ``planning.plan.approved`` (and ``planning.story.transitioned``)
+    from NATS."""
+    outbox: bool = True
+    """``FLEET_OUTBOX``: the projectors publish integration events on ``orchestration.>``
+    (``ORCHESTRATOR_EVENTS``) for the rest of the seed system (``docs/integration-events.md``)."""
     plan_agents: int = 3
     plan_rounds: int = 1
     agent_backend: str = "ray"
@@ -228,6 +232,7 @@ class Settings:
             projection_lease_s=_float(e, 3.0, "FLEET_PROJECTION_LEASE"),
             plan_consumer=(_first(e, "FLEET_PLAN_CONSUMER") or "on").lower()
             not in ("off", "0", "false"),
+            outbox=(_first(e, "FLEET_OUTBOX") or "on").lower() not in ("off", "0", "false"),
             plan_agents=_int(e, 3, "FLEET_PLAN_AGENTS"),
             plan_rounds=_int(e, 1, "FLEET_PLAN_ROUNDS"),
             agent_backend=(_first(e, "FLEET_AGENT_BACKEND") or "ray").lower(),

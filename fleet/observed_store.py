@@ -1,9 +1,10 @@
 """The store as the API and the dispatchers use it: every write timed, traced and logged by id.
 
 ``ObservedStore`` implements ``dispatchers.plans.PlanDeliberationStore`` (the application ports'
-``DeliberationStore`` and ``PlanStore``, and ``get_plan``), which is all the API and the
-dispatchers call, and wraps any store that implements it
-(``application.stores.ApplicationDeliberationStore`` in a node). Every method is written out,
+``DeliberationStore`` and ``PlanStore``, and ``get_plan``) and ``dispatchers.story_phases``'
+``StoryStore``, which is all the API and the dispatchers call, and wraps any store that
+implements them (``application.stores.ApplicationDeliberationStore`` in a node). Every method is
+written out,
 with no ``__getattr__``: a method that fell through to the wrapped store would write untimed and
 outside the deliberation's trace, so one the ports gain must be added here to be reachable at
 all (``tests/unit/fleet/test_observed_store.py`` checks the list). The API's read side (status,
@@ -22,8 +23,10 @@ from typing import Protocol, TypeVar
 from uuid import UUID
 
 from aggregates import Deliberation, Plan
+from aggregates.story import Story
 from application.ports import RecordStore
 from dispatchers.plans import PlanDeliberationStore
+from dispatchers.story_phases import StoryStore
 from fleet import logs
 from fleet.metrics import FleetMetrics
 from fleet.telemetry import TraceContexts, span, tracing_on
@@ -32,17 +35,18 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 
-class InnerStore(PlanDeliberationStore, RecordStore, Protocol):
-    """What ``ObservedStore`` wraps: the deliberations and plans, and the other records."""
+class NodeStore(PlanDeliberationStore, StoryStore, RecordStore, Protocol):
+    """Every write a node's API and dispatchers make: deliberations, plans, stories and the
+    other records (derivations)."""
 
 
-class ObservedStore(PlanDeliberationStore):
+class ObservedStore(NodeStore):
     """``inner``, with each write timed (``fleet_store_write_seconds{op}``), in a ``store <op>``
     span, and its logs bound to the deliberation. Use from one asyncio loop, as ``inner``."""
 
     def __init__(
         self,
-        inner: InnerStore,
+        inner: NodeStore,
         metrics: FleetMetrics | None,
         traces: TraceContexts | None = None,
     ) -> None:
@@ -110,6 +114,14 @@ class ObservedStore(PlanDeliberationStore):
 
     def _records(self) -> RecordStore:
         return self._inner
+
+    async def create_story(self, story: Story) -> tuple[Story, bool]:
+        with self._write("create_story", parent="", **{"fleet.story_id": str(story.id)}):
+            return await self._inner.create_story(story)
+
+    async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
+        with self._write("update_story", parent="", **{"fleet.story_id": str(story_id)}):
+            return await self._inner.update_story(story_id, change)
 
     # ---------------------------------------------------------------- helpers
 

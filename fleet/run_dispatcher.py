@@ -27,6 +27,8 @@ from dispatchers.derivation import DerivationStore
 from dispatchers.jetstream_work_queue import JetStreamWorkQueue
 from dispatchers.plan_approvals import PlanApprovalConsumer
 from dispatchers.plans import PlanDispatcher, PlanOptions
+from dispatchers.story_phases import StoryStore
+from dispatchers.story_transitions import StoryTransitionConsumer
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class DispatchParts:
     plans: PlanDispatcher
     work_queue: JetStreamWorkQueue | None = None
     plan_consumer: PlanApprovalConsumer | None = None
+    story_consumer: StoryTransitionConsumer | None = None
 
 
 def load_councils(raw: str | None) -> Councils:
@@ -76,6 +79,7 @@ async def start_dispatch(
     settings: Settings,
     *,
     store: DerivationStore,
+    story_store: StoryStore | None = None,
     feed_factory: Callable[[], EventFeed],
     runtime: AgentRuntime,
     nats_url: str,
@@ -85,7 +89,9 @@ async def start_dispatch(
     """Start the dispatchers (and their NATS parts) on ``stack``; they stop in reverse.
 
     ``feed_factory`` gives each dispatcher an event feed of its own; ``councils`` is where a
-    starting deliberation takes its agents from (None: the default agent ids).
+    starting deliberation takes its agents from (None: the default agent ids); ``story_store``
+    (where ``planning.story.transitioned`` is recorded) is left out by callers that consume no
+    stories.
     """
     s = settings
     work_queue = None
@@ -116,4 +122,10 @@ async def start_dispatch(
     if s.plan_consumer:
         consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
         await stack.enter_async_context(consumer)
-    return DispatchParts(dispatcher, plans, work_queue, consumer)
+    stories = None
+    if s.plan_consumer and story_store is not None:
+        stories = await StoryTransitionConsumer.connect(
+            nats_url, story_store, replicas=s.stream_replicas
+        )
+        await stack.enter_async_context(stories)
+    return DispatchParts(dispatcher, plans, work_queue, consumer, stories)

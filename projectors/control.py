@@ -6,7 +6,8 @@ the last event the runner handled, or of the event at its stored position before
 ``rebuild`` stops a runner, deletes what its projection wrote (position back to 0, fencing state
 kept) and starts a new runner of it from sequence 1: readers of the cache fall back to replays
 meanwhile, Cypher readers see the graph refill. ``verify`` replays every deliberation and
-compares (``projectors.verify``); a finished deliberation's cache entry must be there until the
+compares (``projectors.verify``), and checks the outbox's messages against what the log leads to
+(``projectors.outbox.verify``); a finished deliberation's cache entry must be there until the
 board's ``expiry_seconds`` have passed (after that a miss is expected). It compares the stores the
 node reads (``graph``, ``board``), whether or not it runs their projectors: an API replica on
 Neo4j and a shared Valkey verifies what the projectors wrote; a node that reads no store refuses
@@ -31,8 +32,10 @@ from projectors.cache.projection import CacheProjection
 from projectors.errors import NothingToVerifyError, UnknownProjectionError
 from projectors.graph.port import DecisionGraph
 from projectors.graph.projection import GraphProjection
+from projectors.outbox.projection import OutboxProjection
+from projectors.outbox.verify import verify_outbox
 from projectors.runner import ProjectorRunner
-from projectors.verify import VerifyReport, verify
+from projectors.verify import VerifyReport, story_differences, verify
 
 __all__ = ["ProjectionStatus", "Projections"]
 
@@ -126,19 +129,30 @@ class Projections:
             NothingToVerifyError: this node reads neither a graph nor a cache.
         """
         graph, board = self._graph, self._board
+        outbox: OutboxProjection | None = None
         for r in self._runners:
             p = r.projection
             if isinstance(p, GraphProjection):
                 graph = p.graph
             elif isinstance(p, CacheProjection):
                 board = p.board
-        if graph is None and board is None:
+            elif isinstance(p, OutboxProjection):
+                outbox = p
+        if graph is None and board is None and outbox is None:
             msg = "nothing to verify: this node reads neither a graph nor a cache"
             raise NothingToVerifyError(msg)
         expiry = board.expiry_seconds if board is not None else None
-        return verify(
+        report = verify(
             self._app, graph=graph, board=board, cache_expiry_s=expiry, on_progress=on_progress
         )
+        if graph is not None:  # stories: their phase changes, deliberations and plans
+            report.differences += story_differences(self._app, graph)
+        if outbox is not None:  # its messages on the stream, against what the log leads to
+            report.differences += verify_outbox(self._app, outbox)
+            runner = next((r for r in self._runners if r.projection is outbox), None)
+            # The last event it handled (most lead to no message, so not the last published).
+            report.positions[outbox.name] = runner.position() if runner else 0
+        return report
 
     def wait(self, position: int, timeout: float) -> None:
         for r in list(self._runners):

@@ -17,9 +17,10 @@ from application.listing import DeliberationListing
 from application.queries import DeliberationQueries
 from application.stats import StatsFollower
 from application.watch import WatchHub
-from dispatchers.derivation import DerivationOptions, DerivationStore
+from dispatchers.derivation import DerivationOptions
 from dispatchers.plans import PlanDeliberationStore, PlanOptions
 from fleet.endpoints import Endpoints
+from fleet.observed_store import NodeStore
 from fleet.projection_service import ProjectionControl
 
 
@@ -57,7 +58,7 @@ class ApiServices:
     """Counts and timings folded from the events: GetStatus's stats and GetMetrics."""
     started_at: datetime = field(default_factory=_utc_now)
     """When this node started (GetStatus's uptime)."""
-    records: DerivationStore | None = None
+    records: NodeStore | None = None
     """Stories, derivations and plans, as stored (ProcessPlanningEvent's TRANSITION,
     DeriveSubtasks, GetTaskContext)."""
     runtime: AgentRuntime | None = None

@@ -3,7 +3,7 @@
 ProcessPlanningEvent: ``PLAN_APPROVED``/``APPROVED`` take the plan-approval path the
 ``planning.plan.approved`` consumer takes (``dispatchers.plans``: the plan recorded, one
 deliberation per role requested; their task ids are ``derived_task_ids``); ``TRANSITION`` records
-the story's phase change (``dispatchers.stories``, as the ``planning.story.transitioned``
+the story's phase change (``dispatchers.story_phases``, as the ``planning.story.transitioned``
 consumer does). The story is ``metadata["story_id"]``, else ``case_id`` (the seed's case is the
 story). Any other event type is answered ``processed=false`` with a message, not an error: the
 planning service sends more kinds than the orchestrator acts on.
@@ -17,19 +17,30 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from aggregates import InvalidDeliberationError, plan_id_of
+from aggregates.story import Phase, Story, story_id_of
 from application.errors import ServiceUnavailableError
 from application.stores import PlanNotFoundError
 from dispatchers.derivation import DerivationRequest, derive_subtasks
 from dispatchers.derivation import request_deliberations as request_task_deliberations
 from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
-from dispatchers.stories import PhaseChange, record_phase_change
+from dispatchers.story_phases import record_phase_change
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
+from fleet.observed_store import NodeStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 APPROVALS = ("PLAN_APPROVED", "APPROVED")
 TRANSITIONS = ("TRANSITION",)
+
+
+async def _last_move(records: NodeStore, story_id: str) -> tuple[Phase, Phase] | None:
+    """The story's last recorded transition, if it has one."""
+    try:
+        story = await records.get_record(story_id_of(story_id.strip()), Story)
+    except KeyError:
+        return None
+    return story.transitions[-1][:2] if story.transitions else None
 
 
 def _at(ms: int) -> datetime | None:
@@ -71,12 +82,14 @@ class PlanningRpcs:
                 raise ServiceUnavailableError("this node records no story phases")
             if not story_id.strip():
                 raise InvalidDeliberationError("case_id", "names no story (nor metadata.story_id)")
-            change = PhaseChange(
-                story_id, request.from_state, request.to_state, _at(request.timestamp_ms)
-            )
-            moved = await record_phase_change(records, change, now=s.clock())
-            to = request.to_state.strip().upper()
-            said = f"moved to {to}" if moved else f"is in {to} already"
+            to = Phase.parse(request.to_state, "to_state")
+            from_ = Phase.parse(request.from_state, "from_state")
+            at = _at(request.timestamp_ms)
+            if at is None and await _last_move(records, story_id) == (from_, to):
+                moved = False  # a retry without a time of its own: the move is there already
+            else:
+                moved = await record_phase_change(records, story_id, from_, to, at or s.clock())
+            said = f"moved to {to.value}" if moved else f"moved to {to.value} already (recorded)"
             return pb.PlanningEventResponse(processed=True, message=f"story {story_id} {said}")
         known = ", ".join((*APPROVALS, *TRANSITIONS))
         return pb.PlanningEventResponse(

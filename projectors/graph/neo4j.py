@@ -51,6 +51,9 @@ CONSTRAINTS = (
     "CREATE CONSTRAINT fleet_council_id IF NOT EXISTS FOR (n:Council) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_proposal_id IF NOT EXISTS FOR (n:Proposal) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_event_id IF NOT EXISTS FOR (n:Event) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT fleet_story_id IF NOT EXISTS FOR (n:Story) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT fleet_phase_change_id IF NOT EXISTS "
+    "FOR (n:PhaseChange) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_projection_name IF NOT EXISTS "
     "FOR (n:Projection) REQUIRE n.name IS UNIQUE",
     "CREATE INDEX fleet_proposal_agent IF NOT EXISTS FOR (n:Proposal) ON (n.agent_id)",

@@ -10,6 +10,8 @@ Model (labels and relationship types below are the contract users write Cypher a
     (:Agent)-[:MEMBER_OF {since, until, model, endpoint}]->(:Council)   one link per membership
     (:Council)-[:CONVENED {version}]->(:Deliberation)     the council a deliberation started with
     (:Agent)-[:SAT_IN {seat}]->(:Deliberation)            the member in each of its seats
+    (:Story {id, phase})-[:HAS_PLAN]->(:Plan)    (:Story)-[:HAS_DELIBERATION]->(:Deliberation)
+    (:Story)-[:CHANGED_PHASE]->(:PhaseChange {id, seq, from_phase, to_phase, at})
 
 Statements stay in the subset both Neo4j 5 and LadybugDB accept: ``CREATE`` with a property map,
 ``MERGE`` on the key property only, ``SET`` for the rest, one ``MATCH`` per node, parameters for
@@ -41,6 +43,7 @@ from functools import singledispatch
 from typing import Any
 
 from aggregates import Council, Deliberation, Role, council_id
+from aggregates.story import Story
 from aggregates.values import MAX_ROUNDS
 from projectors.events import is_council_event, is_deliberation_event
 
@@ -60,18 +63,14 @@ __all__ = [
     "statements_for",
 ]
 
-NODE_LABELS = ("Plan", "Deliberation", "Agent", "Proposal", "Event", "Council", "Projection")
+NODE_LABELS = (
+    "Plan", "Deliberation", "Agent", "Proposal", "Event", "Council", "Story", "PhaseChange",
+    "Projection",
+)  # fmt: skip
 REL_TYPES = (
-    "SPAWNED",
-    "HAS_PROPOSAL",
-    "PROPOSED",
-    "WON_BY",
-    "HAD_EVENT",
-    "CRITIQUED",
-    "MEMBER_OF",
-    "CONVENED",
-    "SAT_IN",
-)
+    "SPAWNED", "HAS_PROPOSAL", "PROPOSED", "WON_BY", "HAD_EVENT", "CRITIQUED", "MEMBER_OF",
+    "CONVENED", "SAT_IN", "HAS_PLAN", "HAS_DELIBERATION", "CHANGED_PHASE",
+)  # fmt: skip
 
 
 ORDERED = "ordered"
@@ -271,6 +270,70 @@ CREATE (c)-[:CRITIQUED {round: r.round, critic: r.critic, content: r.content, at
 """
 
 
+# ---------------------------------------------------------------- stories
+#
+# A Story node is shared (MERGEd) by the deliberations and plans of one story and its phase
+# changes: the planning service's story id is its key. Each phase change is a node of its own on
+# the story (created once, like an Event), so the story's history reads in order by ``seq``.
+
+_STORY = "UNWIND $rows AS r MERGE (s:Story {id: r.story_id})"
+_STORY_DELIBERATION = """
+UNWIND $rows AS r
+MATCH (s:Story {id: r.story_id})
+MATCH (d:Deliberation {id: r.id})
+CREATE (s)-[:HAS_DELIBERATION]->(d)
+"""
+_STORY_PLAN = """
+UNWIND $rows AS r
+MATCH (s:Story {id: r.story_id})
+MATCH (p:Plan {id: r.plan_id})
+MERGE (s)-[:HAS_PLAN]->(p)
+"""
+_PHASE = "UNWIND $rows AS r MATCH (s:Story {id: r.story_id}) SET s.phase = r.to_phase"
+_PHASE_CHANGE = """
+UNWIND $rows AS r
+MATCH (s:Story {id: r.story_id})
+CREATE (s)-[:CHANGED_PHASE]->(c:PhaseChange {id: r.change_id, seq: r.seq,
+    from_phase: r.from_phase, to_phase: r.to_phase, at: r.at})
+"""
+
+
+def _story_key(story_id: str) -> str:
+    return f"story:{story_id}"
+
+
+def _story_statements(e: Any, position: int) -> list[Statement]:
+    """A phase change: the story (made if new), its current phase, the change on its history."""
+    key = _story_key(e.story_id)
+    row = {
+        "story_id": e.story_id,
+        "change_id": f"{e.originator_id}:{e.originator_version}",
+        "seq": position,
+        "from_phase": e.from_phase,
+        "to_phase": e.to_phase,
+        "at": _at(e.at),
+    }
+    return [
+        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _row(_PHASE, row, node="story_id", writes=(key,)),
+        _row(_PHASE_CHANGE, row, node="change_id", reads=(key,)),
+    ]
+
+
+def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
+    """A deliberation of a story: the story (made if new) links it, and the plan it came from."""
+    key = _story_key(e.story_id)
+    row = {"id": d_id, "story_id": e.story_id, "plan_id": e.plan_id}
+    out = [
+        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _row(_STORY_DELIBERATION, row, node="id", reads=(key, _d(d_id))),
+    ]
+    if e.plan_id:  # the Plan node is MERGEd just before (same event)
+        link = f"has_plan:{e.story_id}:{e.plan_id}"
+        out.append(_row(_STORY_PLAN, row, node="id", reads=(key, _plan(e.plan_id)), writes=(link,)))
+    return out
+
+
 def _row(
     cypher: str,
     params: Mapping[str, Any],
@@ -320,6 +383,8 @@ def statements_for(event: object, position: int) -> list[Statement]:
     """
     if is_council_event(event):
         return council_statements(event)
+    if isinstance(event, Story.PhaseChanged):
+        return _story_statements(event, position)
     if not is_deliberation_event(event):
         return []
     e: Any = event
@@ -370,6 +435,8 @@ def _(e: Deliberation.Requested, base: dict[str, Any]) -> list[Statement]:
             _row(_PLAN, plan, node="plan_id", writes=(_plan(e.plan_id),), policy=SAME),
             _row(_SPAWNED, plan, node="id", reads=(_plan(e.plan_id), _d(d_id))),
         ]
+    if e.story_id:
+        out += _story_links(e, d_id)
     return out
 
 

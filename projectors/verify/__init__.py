@@ -31,5 +31,6 @@ the graph holds, read again while it moves), ``_graph_expected`` (what it should
 
 from projectors.verify._compare import verify
 from projectors.verify._report import Difference, VerifyReport
+from projectors.verify._stories import story_differences
 
-__all__ = ["Difference", "VerifyReport", "verify"]
+__all__ = ["Difference", "VerifyReport", "story_differences", "verify"]

@@ -2,7 +2,8 @@
 
 Both talk to the running node over gRPC (GetNodeStatus, RebuildProjection): the node is the one
 writer of its stores (the embedded graph is a directory only one process may open), so a rebuild
-happens in it, fenced like any other write, while readers fall back to replays.
+happens in it, fenced like any other write, while readers fall back to replays. Rebuilding the
+outbox deletes nothing (its messages are the consumers'): it publishes only what is missing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def register(sub: Subparsers) -> None:
     status.set_defaults(fn=cmd_status)
     rebuild = psub.add_parser("rebuild", help="rebuild a projection from sequence 1")
     add_client_options(rebuild)
-    rebuild.add_argument("name", choices=("graph", "cache"))
+    rebuild.add_argument("name", choices=("graph", "cache", "outbox"))
     rebuild.add_argument(
         "--timeout", type=float, default=3600.0, help="give up waiting after this many seconds"
     )

@@ -55,7 +55,8 @@ async def cmd_verify(args: argparse.Namespace) -> None:
             _print_differences(differences)
         elif compared:
             verb = "agree" if len(compared) > 1 else "agrees"
-            console.print(f"[green]{' and '.join(compared)} {verb} with the replay[/]")
+            names = " and ".join(filter(None, [", ".join(compared[:-1]), compared[-1]]))
+            console.print(f"[green]{names} {verb} with the replay[/]")
     if not compared:
         raise CliError("the node compared no projection with the replay (it reads none)", code=1)
     if differences:

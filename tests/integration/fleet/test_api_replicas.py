@@ -77,7 +77,11 @@ async def test_the_replica_reads_the_projectors_graph(pair: Pair) -> None:
     assert sorted(d.task_id for d in listed.deliberations) == TASKS
     status = await pair.client.stub.GetNodeStatus(pb.GetNodeStatusRequest())
     assert status.deliberations_in_flight == len(TASKS)  # PENDING: no dispatcher runs here
-    assert {p.name: p.lag_events for p in status.projections} == {"graph": 0, "cache": 0}
+    assert {p.name: p.lag_events for p in status.projections} == {
+        "graph": 0,
+        "cache": 0,
+        "outbox": 0,
+    }
     out = await fleet("query", COUNT, "--json", "--address", pair.address)
     assert out.returncode == 0 and '"n": 3' in out.stdout, out.stderr
     with pytest.raises(grpc.aio.AioRpcError) as e:  # refusals come back as they were
@@ -97,7 +101,7 @@ async def test_verify_on_the_replica_finds_a_tampered_cache_entry(
 ) -> None:
     clean = await fleet("verify", "--address", pair.address)
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    assert "graph and cache agree with the replay" in clean.stdout
+    assert "graph, cache and outbox agree with the replay" in clean.stdout
 
     key = f"{pair.key_prefix}:deliberation:{deliberation_id(TASKS[1])}"
     v = valkey.Valkey.from_url(valkey_server.url)

@@ -53,18 +53,20 @@ async def replicas_of_every_stream(url: str) -> dict[str, int]:
 
 
 async def plan_consumer_ready(url: str, timeout_s: float = 10.0) -> None:
-    """Wait until the plan consumer reads (its streams exist then). By name, not by listing every
-    stream: a cluster answers a list asked while a stream is being placed only after seconds."""
+    """Wait until the plan and story consumers read (their streams exist then). By name, not by
+    listing every stream: a cluster answers a list asked while a stream is being placed only
+    after seconds."""
     nc = await nats.connect(url)
     js = nc.jetstream()
     try:
-        await eventually(
-            lambda: js.consumer_info("PLANNING", "fleet-plans"),
-            timeout=timeout_s,
-            interval=0.05,
-            what="no plan consumer",
-            ignoring=(NotFoundError,),
-        )
+        for stream, durable in (("PLANNING", "fleet-plans"), ("PLANNING_STORIES", "fleet-stories")):
+            await eventually(
+                lambda s=stream, d=durable: js.consumer_info(s, d),
+                timeout=timeout_s,
+                interval=0.05,
+                what=f"no consumer {durable}",
+                ignoring=(NotFoundError,),
+            )
     finally:
         await nc.close()
 
@@ -83,6 +85,7 @@ async def test_a_node_and_its_workers_create_every_stream_with_three_replicas(
             f"{node_stream}_AGENT_RESULTS",
             "FLEET_DEADLETTER",
             "PLANNING",
+            "PLANNING_STORIES",
         }
         async with FleetNode(settings):
             await plan_consumer_ready(url)  # it sets its streams up in the background

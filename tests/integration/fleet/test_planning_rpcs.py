@@ -67,7 +67,7 @@ async def test_planning_events_and_subtask_derivation(
             assert again.processed and "already" in again.message
             assert node.store is not None
             story = await node.store.get_record(story_id_of("US-9"), Story)
-            assert [(f, t) for f, t, _ in story.phases] == [("DESIGN", "BUILD")]
+            assert [(f.value, t.value) for f, t, _ in story.transitions] == [("DESIGN", "BUILD")]
 
             other = await c.stub.ProcessPlanningEvent(
                 pb.PlanningEventRequest(event_type="CASE_CREATED", case_id="US-9")

@@ -13,6 +13,7 @@ from application.app import FleetApplication
 from application.ports import RecordStore
 from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import PlanDeliberationStore
+from dispatchers.story_phases import StoryStore
 from fleet.metrics import FleetMetrics
 from fleet.observed_store import ObservedStore
 from tests.support.deliberations import requested
@@ -35,7 +36,7 @@ def _public_methods(cls: type) -> set[str]:
 
 
 def test_every_store_method_is_written_out_and_none_falls_through() -> None:
-    ports = _public_methods(PlanDeliberationStore)
+    ports = _public_methods(PlanDeliberationStore) | _public_methods(StoryStore)
     assert ports == {
         "create",
         "get",
@@ -45,6 +46,8 @@ def test_every_store_method_is_written_out_and_none_falls_through() -> None:
         "create_plan",
         "update_plan",
         "get_plan",
+        "create_story",
+        "update_story",
     }
     assert ports <= set(vars(ObservedStore)), "a port method ObservedStore does not write out"
     records = _public_methods(RecordStore)

@@ -1,0 +1,317 @@
+"""The outbox's stream on NATS JetStream: ``ORCHESTRATOR_EVENTS`` (``orchestration.>``).
+
+Set-up follows Fleet's rule for every stream it creates (``natsio.ensure_stream``): created when
+absent (file storage, ``FLEET_STREAM_REPLICAS`` copies, a two-minute duplicate window), replicas
+raised and never lowered, nothing else of an existing one changed. A stream the seed system
+made already (``ORCHESTRATOR_EVENTS``, or another name holding ``orchestration.>``) is used as
+it is: its consumers keep reading where they were.
+
+Each publish carries ``Nats-Expected-Last-Sequence`` (the stream's last sequence as the outbox
+last saw it: the server refuses the message when anyone published meanwhile, so nothing is
+interleaved or doubled), ``Nats-Msg-Id`` (``<event stream>:<idempotency key>``: within the
+duplicate window a repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers
+the position is read back from. After each batch, the last mark goes to the ``FLEET_OUTBOX``
+key-value bucket: should the stream's own limits drop Fleet's last messages (the seed's stream
+kept seven days), the position survives there and nothing old is published again.
+
+The writer's lease lives in the same bucket (key ``lease.<event stream>``: owner, epoch,
+expiry), changed only by compare-and-set on the key's revision, so two instances cannot both
+win a claim. Messages, lease and mark are all scoped to the Fleet event stream they come from
+(``Fleet-Outbox-Source``), so Fleet installations sharing one NATS keep apart.
+
+Sync API over an async client (the runner calls the projection from its own thread): every call
+crosses to the loop of a ``Bridge``, where the connection lives (in Fleet, a loop thread of the
+outbox's own, of the kind the event store uses: ``eventstore._loop_thread.LoopThread``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Coroutine, Iterator
+from typing import Any, Protocol, TypeVar
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.errors import Error as NatsError
+from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.errors import (
+    APIError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NotFoundError,
+)
+
+from natsio import checked_replicas, ensure_stream, servers
+from projectors.errors import PositionMovedError, ProjectionError
+from projectors.fence import Fence, now_ms
+from projectors.outbox.messages import IntegrationEvent
+from projectors.outbox.port import Mark, PublishedMessage
+
+__all__ = [
+    "OUTBOX_BUCKET",
+    "OUTBOX_STREAM",
+    "OUTBOX_SUBJECTS",
+    "Bridge",
+    "JetStreamOutboxStream",
+    "OutboxUnavailableError",
+]
+
+T = TypeVar("T")
+
+OUTBOX_STREAM = "ORCHESTRATOR_EVENTS"
+OUTBOX_SUBJECTS = "orchestration.>"
+OUTBOX_BUCKET = "FLEET_OUTBOX"
+DUPLICATE_WINDOW_S = 120.0
+
+H_SOURCE = "Fleet-Outbox-Source"
+H_POSITION = "Fleet-Outbox-Position"
+H_INDEX = "Fleet-Outbox-Index"
+H_COUNT = "Fleet-Outbox-Count"
+H_KEY = "Nats-Msg-Id"
+
+_WRONG_LAST_SEQUENCE = 10071
+_SCAN_LIMIT = 10_000
+"""Messages read back from the stream's end for Fleet's last one (others may publish there)."""
+_CALL_TIMEOUT_S = 10.0
+
+
+class OutboxUnavailableError(ProjectionError):
+    """The outbox's stream could not be reached; the runner retries (the position is re-read)."""
+
+
+class Bridge(Protocol):
+    """Runs a coroutine on the loop that owns the NATS connection, from another thread."""
+
+    def run(self, coro: Coroutine[Any, Any, T], *, timeout: float | None) -> T: ...
+
+
+class JetStreamOutboxStream:
+    """``OutboxStream`` on JetStream. Call ``open``; every method blocks its (non-loop) caller.
+
+    Args:
+        nc: a NATS connection living on ``bridge``'s loop.
+        bridge: crosses each call to that loop.
+        source: the Fleet event stream whose events are published (names this installation's
+            messages, lease and mark: installations sharing a NATS never mix positions).
+        stream: the stream that holds ``orchestration.>``.
+        kv: the ``FLEET_OUTBOX`` bucket (lease and mark).
+    """
+
+    def __init__(self, nc: NATS, bridge: Bridge, *, source: str, stream: str, kv: Any) -> None:
+        self._nc = nc
+        self.source = source
+        self._js = nc.jetstream()
+        self._bridge = bridge
+        self.stream_name = stream
+        self._kv = kv
+        self._lease_key = f"lease.{source}"
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        bridge: Bridge,
+        *,
+        source: str,
+        replicas: int = 1,
+        stream: str = OUTBOX_STREAM,
+    ) -> JetStreamOutboxStream:
+        """Connect on ``bridge``'s loop, make sure of the stream and the bucket.
+
+        Raises:
+            StreamSetupError: the server refused the stream (e.g. too many replicas).
+        """
+        return bridge.run(cls._open(url, bridge, source, replicas, stream), timeout=60.0)
+
+    @classmethod
+    async def _open(
+        cls, url: str, bridge: Bridge, source: str, replicas: int, stream: str
+    ) -> JetStreamOutboxStream:
+        nc = await nats.connect(servers(url), name="fleet-outbox", max_reconnect_attempts=-1)
+        js = nc.jetstream()
+        name = stream
+        with contextlib.suppress(NotFoundError):  # the seed system's stream, whatever its name
+            name = await js.find_stream_name_by_subject("orchestration.deliberation.completed")
+        await ensure_stream(
+            js,
+            StreamConfig(
+                name=name,
+                subjects=[OUTBOX_SUBJECTS],
+                storage=StorageType.FILE,
+                num_replicas=checked_replicas(replicas),
+                duplicate_window=DUPLICATE_WINDOW_S,
+            ),
+        )
+        kv = await _bucket(js, replicas)
+        return cls(nc, bridge, source=source, stream=name, kv=kv)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._call(self._nc.close())
+
+    # ------------------------------------------------------------------ position
+
+    def tail(self) -> Mark:
+        return self._call(self._tail())
+
+    async def _tail(self) -> Mark:
+        info = await self._js.stream_info(self.stream_name)
+        last, first = info.state.last_seq, info.state.first_seq
+        found = Mark(last, 0)
+        seq = last
+        while seq >= max(first, 1) and last - seq < _SCAN_LIMIT:
+            try:
+                msg = await self._js.get_msg(self.stream_name, seq)
+            except NotFoundError:  # deleted by the stream's limits or an operator
+                seq -= 1
+                continue
+            h = msg.headers or {}
+            if h.get(H_SOURCE) == self.source:
+                found = Mark(last, int(h[H_POSITION]), int(h[H_INDEX]), int(h[H_COUNT]))
+                break
+            seq -= 1
+        kept = await self._kv_mark()
+        if kept is not None and (kept.position, kept.index) > (found.position, found.index):
+            return Mark(last, kept.position, kept.index, kept.count)
+        return found
+
+    async def _kv_mark(self) -> Mark | None:
+        try:
+            entry = await self._kv.get(f"mark.{self.source}")
+        except KeyNotFoundError:
+            return None
+        data = json.loads(entry.value or b"{}")
+        return Mark(0, int(data["position"]), int(data["index"]), int(data["count"]))
+
+    # ------------------------------------------------------------------ publishing
+
+    def publish(
+        self, message: IntegrationEvent, *, position: int, index: int, count: int, expected: int
+    ) -> int:
+        return self._call(self._publish(message, position, index, count, expected))
+
+    async def _publish(
+        self, message: IntegrationEvent, position: int, index: int, count: int, expected: int
+    ) -> int:
+        headers = {
+            # Scoped to the installation: two Fleets sharing a NATS (a test server, staging
+            # beside production) may derive the same key; one must not swallow the other's.
+            H_KEY: f"{self.source}:{message.idempotency_key}",
+            H_SOURCE: self.source,
+            "Nats-Expected-Last-Sequence": str(expected),
+            H_POSITION: str(position),
+            H_INDEX: str(index),
+            H_COUNT: str(count),
+        }
+        try:
+            ack = await self._js.publish(
+                message.subject, message.body, stream=self.stream_name, headers=headers
+            )
+        except APIError as e:
+            if e.err_code == _WRONG_LAST_SEQUENCE:
+                mark = await self._tail()
+                msg = f"outbox: stream {self.stream_name} moved past {expected} ({e.description})"
+                raise PositionMovedError(msg, mark.position) from None
+            raise
+        if ack.duplicate:  # landed before (a lost ack): re-read where the stream stands
+            mark = await self._tail()
+            msg = f"outbox: {message.subject} {message.idempotency_key[:12]} was there already"
+            raise PositionMovedError(msg, mark.position)
+        return int(ack.seq)
+
+    def keep(self, mark: Mark) -> None:
+        kept = {"position": mark.position, "index": mark.index, "count": mark.count}
+        self._call(self._kv.put(f"mark.{self.source}", json.dumps(kept).encode()))
+
+    def published(self) -> Iterator[PublishedMessage]:
+        info = self._call(self._js.stream_info(self.stream_name))
+        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
+            try:
+                msg = self._call(self._js.get_msg(self.stream_name, seq))
+            except NotFoundError:
+                continue
+            h = msg.headers or {}
+            if h.get(H_SOURCE) == self.source:
+                key = _body_key(msg.data or b"")  # the body's: a header copied elsewhere may lie
+                yield PublishedMessage(
+                    seq, str(msg.subject), key, int(h[H_POSITION]), int(h[H_INDEX])
+                )
+
+    # ------------------------------------------------------------------ the lease
+
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        return self._call(self._claim(owner, lease_ms))
+
+    async def _claim(self, owner: str, lease_ms: int) -> Fence | None:
+        now = now_ms()
+        try:
+            entry = await self._kv.get(self._lease_key)
+        except KeyNotFoundError:
+            entry = None
+        try:
+            if entry is None:
+                new = {"owner": owner, "epoch": 1, "until": now + lease_ms}
+                await self._kv.create(self._lease_key, json.dumps(new).encode())
+                return Fence(owner, 1, lease_ms)
+            held = json.loads(entry.value or b"{}")
+            mine = held.get("owner") == owner
+            if not mine and int(held.get("until", 0)) > now:
+                return None
+            epoch = int(held.get("epoch", 0)) + (0 if mine else 1)
+            new = {"owner": owner, "epoch": epoch, "until": now + lease_ms}
+            await self._kv.update(self._lease_key, json.dumps(new).encode(), last=entry.revision)
+            return Fence(owner, epoch, lease_ms)
+        except KeyWrongLastSequenceError:  # another instance claimed it meanwhile
+            return None
+
+    def release(self, owner: str) -> None:
+        self._call(self._release(owner))
+
+    async def _release(self, owner: str) -> None:
+        with contextlib.suppress(KeyNotFoundError, KeyWrongLastSequenceError):
+            entry = await self._kv.get(self._lease_key)
+            held = json.loads(entry.value or b"{}")
+            if held.get("owner") == owner:
+                held["until"] = 0
+                await self._kv.update(
+                    self._lease_key, json.dumps(held).encode(), last=entry.revision
+                )
+
+    # ------------------------------------------------------------------ the bridge
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            return self._bridge.run(coro, timeout=_CALL_TIMEOUT_S)
+        except (NatsError, TimeoutError) as e:
+            if isinstance(e, APIError | NotFoundError):
+                raise
+            msg = f"outbox: stream {self.stream_name} unreachable: {e!r}"
+            raise OutboxUnavailableError(msg) from e
+
+
+def _body_key(data: bytes) -> str:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return ""
+    key = body.get("idempotency_key", "") if isinstance(body, dict) else ""
+    return key if isinstance(key, str) else ""
+
+
+async def _bucket(js: Any, replicas: int) -> Any:
+    """The ``FLEET_OUTBOX`` bucket, made when absent with the replica rule of every stream
+    Fleet makes (an existing one is raised, never lowered, and otherwise left as it is)."""
+    config = KeyValueConfig(
+        bucket=OUTBOX_BUCKET,
+        history=1,
+        storage=StorageType.FILE,
+        replicas=checked_replicas(replicas),
+    )
+    with contextlib.suppress(NotFoundError):
+        kv = await js.key_value(OUTBOX_BUCKET)
+        await ensure_stream(
+            js, StreamConfig(name=f"KV_{OUTBOX_BUCKET}", num_replicas=config.replicas)
+        )
+        return kv
+    return await js.create_key_value(config)

@@ -1,0 +1,90 @@
+"""The outbox's store: the stream it publishes on, which is also where its position lives.
+
+The outbox's effect is the messages on the stream, so its position is read back from them: each
+message Fleet publishes carries, in headers, the stream sequence of the Fleet event it came from
+(its ``causation_id``), its index among that event's messages and their count. ``tail`` finds
+the last one (and the stream's last sequence, which every publish expects: a publish based on a
+stale view of the stream is refused by the server, so two writers can never interleave or
+double a message). The JetStream adapter is ``projectors.outbox.jetstream``; the tests' in-memory
+one is in ``fleet_testing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from projectors.fence import Fence
+from projectors.outbox.messages import IntegrationEvent
+
+__all__ = ["Mark", "OutboxStream", "PublishedMessage"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where Fleet's published messages end on the stream."""
+
+    stream_seq: int
+    """The stream's last sequence (anyone's message): what the next publish expects."""
+    position: int
+    """The Fleet event position (``causation_id``) of the last message Fleet published; 0: none."""
+    index: int = 0
+    """That message's index among the messages of its event."""
+    count: int = 0
+    """How many messages that event leads to (index + 1 < count: the event is half published)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.index + 1 >= self.count
+
+
+@dataclass(frozen=True)
+class PublishedMessage:
+    """One message Fleet published, as ``verify`` reads it back."""
+
+    stream_seq: int
+    subject: str
+    idempotency_key: str
+    position: int
+    index: int
+
+
+class OutboxStream(Protocol):
+    """The stream integration events go to. Called from one thread (the runner's) at a time."""
+
+    def tail(self) -> Mark:
+        """The stream's last sequence and Fleet's last published message on it.
+
+        Raises:
+            OutboxUnavailableError: the stream cannot be read.
+        """
+        ...
+
+    def publish(
+        self, message: IntegrationEvent, *, position: int, index: int, count: int, expected: int
+    ) -> int:
+        """Publish ``message`` (from the event at ``position``, ``index`` of ``count``) if the
+        stream's last sequence is still ``expected``; returns the message's sequence.
+
+        Raises:
+            PositionMovedError: the stream moved (another writer, or this message landed
+                already); nothing was published by this call.
+            OutboxUnavailableError: the stream cannot be reached (it may have landed: re-read).
+        """
+        ...
+
+    def keep(self, mark: Mark) -> None:
+        """Keep ``mark`` (the last message published) beside the stream: the position should
+        the stream's own limits drop Fleet's last messages. Called once per batch."""
+        ...
+
+    def published(self) -> Iterator[PublishedMessage]:
+        """Every message Fleet published on the stream, oldest first."""
+        ...
+
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        """Become (or stay) the outbox's writer; None while another instance holds it."""
+        ...
+
+    def release(self, owner: str) -> None: ...

@@ -1,0 +1,201 @@
+"""The outbox projection: the event log's integration events, published once each, in order.
+
+For each event at position p the projection derives its integration events
+(``projectors.outbox.messages``, deterministic) and publishes them in order, each expecting the
+stream's last sequence to be the one its previous publish left (``OutboxStream.publish``). The
+position is the stream itself (``OutboxStream.tail``): the last message Fleet published names
+the event it came from and how many that event has. So:
+
+* a restart (or a process SIGKILLed between two publishes) resumes after the last message that
+  landed, also within one event's messages: nothing is published twice, nothing skipped;
+* a publish whose acknowledgement was lost is not retried blindly: the runner re-reads the tail
+  and goes on from what is there (the ``Nats-Msg-Id`` dedupe window is a second guard, not the
+  one this relies on, so a restart hours later still publishes nothing twice);
+* two instances cannot interleave: the one whose view of the stream is stale is refused by the
+  server (``PositionMovedError``) and re-reads, and the lease (``claim``) keeps a standby from
+  trying while the owner lives;
+* a rebuild deletes nothing (the messages are the consumers' now): it re-derives from the tail
+  and publishes only what is not there yet.
+
+Events that lead to no message (most of them) leave no trace on the stream; after a restart the
+runner reads them again from the last published one, and again they lead to nothing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import Application
+
+from aggregates import Deliberation
+from projectors.errors import PositionMovedError, ProjectionFencedError
+from projectors.fence import Fence
+from projectors.outbox.messages import (
+    DISPATCH_TRIGGERS,
+    History,
+    handles,
+    integration_events,
+)
+from projectors.outbox.port import Mark, OutboxStream
+
+__all__ = ["AppHistory", "OutboxProjection"]
+
+_DISPATCHED_KEPT = 100_000
+_SEEN_KEPT = 10_000
+"""Deliberations followed in memory at most (the oldest are then read from the store)."""
+_TERMINAL = (
+    Deliberation.Completed,
+    Deliberation.Failed,
+    Deliberation.TimedOut,
+    Deliberation.Cancelled,
+)
+
+
+class AppHistory:
+    """An aggregate's events up to a version, from the application's event store (a replay's
+    read: the outbox never reads another projection)."""
+
+    def __init__(self, app: Application[Any]) -> None:
+        self._app = app
+
+    def __call__(self, originator_id: UUID, version: int) -> Sequence[object]:
+        return list(self._app.events.get(originator_id, lte=version))
+
+
+class OutboxProjection:
+    """Publishes the integration events of the log on ``stream``. Called from the runner's
+    thread only (one batch at a time).
+
+    Args:
+        stream: where integration events go (and the position is read back from).
+        history: an aggregate's events up to a version (``AppHistory`` in Fleet).
+        name: the projection's name in status and rebuild.
+    """
+
+    def __init__(self, stream: OutboxStream, history: History, *, name: str = "outbox") -> None:
+        self.name = name
+        self.stream = stream
+        self.history = history
+        self._mark: Mark | None = None
+        self._seen: OrderedDict[UUID, list[object]] = OrderedDict()
+        """The events of each deliberation whose request this instance handled, while it runs:
+        its messages then need no history read (a read per decision costs most of a catch-up)."""
+        self._dispatched: OrderedDict[UUID, None] = OrderedDict()
+        """Deliberations whose dispatch this instance has handled: their later answers need no
+        history read to find they dispatch nothing (most of a log's events are answers)."""
+        self._handled = 0
+        """The last position this instance handled (published, or found to lead to nothing)."""
+        self.published = 0
+        """Messages this instance published (for status and tests)."""
+
+    def position(self) -> int:
+        """The last position wholly published, read back from the stream (the one before a
+        half-published event, which is then finished from where it stopped)."""
+        mark = self.stream.tail()
+        self._mark = mark
+        self._dispatched.clear()  # re-derived from the stream's view, like everything else
+        self._seen.clear()
+        self._handled = mark.position if mark.complete else max(0, mark.position - 1)
+        return self._handled
+
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        return self.stream.claim(owner, lease_ms)
+
+    def release(self, owner: str) -> None:
+        self.stream.release(owner)
+
+    def reset(self) -> None:
+        """Forget this instance's view; nothing is deleted (see the module's docstring)."""
+        self._mark = None
+        self._handled = 0
+
+    def _note(self, event: object) -> None:
+        """Follow the deliberations requested while this instance runs (and forget finished
+        ones: nothing follows a terminal event but a late answer, which leads to nothing)."""
+        d_id = getattr(event, "originator_id", None)
+        if not isinstance(d_id, UUID):
+            return
+        if isinstance(event, Deliberation.Requested):
+            self._seen[d_id] = [event]
+            if len(self._seen) > _SEEN_KEPT:
+                self._seen.popitem(last=False)
+        elif d_id in self._seen:
+            self._seen[d_id].append(event)
+
+    def _history_of(self, d_id: UUID, version: int) -> Sequence[object]:
+        """``d_id``'s events up to ``version``: those followed here, else read from the store."""
+        seen = self._seen.get(d_id)
+        if seen and getattr(seen[-1], "originator_version", None) == version:
+            if isinstance(seen[-1], _TERMINAL):
+                del self._seen[d_id]
+            return seen
+        return self.history(d_id, version)
+
+    def _dispatched_already(self, event: object) -> bool:
+        """True for a dispatch trigger of a deliberation whose dispatch this instance has
+        published or found published (such a trigger leads to nothing)."""
+        return isinstance(event, DISPATCH_TRIGGERS) and event.originator_id in self._dispatched
+
+    def _remember_dispatch(self, event: object) -> None:
+        """Called once ``event``'s messages are all on the stream."""
+        if isinstance(event, DISPATCH_TRIGGERS):
+            self._dispatched[event.originator_id] = None
+            if len(self._dispatched) > _DISPATCHED_KEPT:
+                self._dispatched.popitem(last=False)
+
+    def apply(self, event: object, position: int) -> bool:
+        """Publish one event's messages unfenced (tools and tests); False when none are new."""
+        self.position()
+        if position <= self._handled:
+            return False
+        return self.apply_batch([(event, position)], base=self._handled) > 0
+
+    def apply_batch(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> int:
+        """Publish the messages of ``items`` past ``base``; returns how many events had some.
+
+        Raises:
+            PositionMovedError: ``base`` is not where this instance's view of the stream ends,
+                or the stream moved under a publish (nothing more of the batch is published).
+            OutboxUnavailableError: the stream cannot be reached.
+        """
+        mark = self._mark
+        if mark is None or base != self._handled:
+            stored = self.position()
+            msg = f"outbox: batch based on {base}, stream says {stored}"
+            raise PositionMovedError(msg, stored)
+        if fence is not None:  # renewed by each write; refused once another instance took over
+            renewed = self.stream.claim(fence.owner, fence.lease_ms)
+            if renewed is None or renewed.epoch != fence.epoch:
+                msg = f"outbox: lease of epoch {fence.epoch} taken over"
+                raise ProjectionFencedError(msg)
+        ours = 0
+        kept = mark
+        for event, position in items:
+            if position <= base:
+                continue
+            self._note(event)
+            if handles(event) and not self._dispatched_already(event):
+                messages = integration_events(event, position, self._history_of)
+                start = mark.index + 1 if position == mark.position else 0
+                for index in range(start, len(messages)):
+                    seq = self.stream.publish(
+                        messages[index],
+                        position=position,
+                        index=index,
+                        count=len(messages),
+                        expected=mark.stream_seq,
+                    )
+                    mark = Mark(seq, position, index, len(messages))
+                    self._mark = mark
+                    self.published += 1
+                ours += 1 if messages else 0
+                self._remember_dispatch(event)
+            self._handled = base = position
+        if mark != kept:
+            self.stream.keep(mark)
+        return ours

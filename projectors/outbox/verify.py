@@ -1,0 +1,71 @@
+"""``fleet verify`` for the outbox: the messages on the stream against those the log leads to.
+
+Up to the outbox's position (the last event whose messages are all on the stream), every
+message the log leads to must be there exactly once, with the key derived from its event, in
+the log's order; and every message Fleet published must be one the log leads to. What is
+missing, doubled, out of order or unexplained is a difference naming the subject, the event's
+stream sequence (``causation_id``) and the aggregate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+from eventsourcing.application import Application
+
+from projectors.outbox.messages import handles, integration_events
+from projectors.outbox.projection import OutboxProjection
+from projectors.verify import Difference
+
+__all__ = ["verify_outbox"]
+
+_PAGE = 1000
+
+
+def verify_outbox(app: Application[Any], projection: OutboxProjection) -> list[Difference]:
+    """The outbox's differences (empty when its stream holds exactly what the log leads to)."""
+    published = list(projection.stream.published())
+    mark = projection.stream.tail()
+    upto = mark.position if mark.complete else mark.position - 1
+    expected: dict[str, tuple[str, int, str]] = {}  # key → (subject, position, aggregate id)
+    order: list[str] = []
+    position = 0
+    history = projection.history
+    while position < upto:
+        page = app.recorder.select_notifications(position + 1, _PAGE, stop=upto)
+        if not page:
+            break
+        for n in page:
+            position = n.id
+            if n.id > upto:
+                break
+            event = app.mapper.to_domain_event(n)
+            if not handles(event):
+                continue
+            agg = str(getattr(event, "originator_id", ""))
+            for m in integration_events(event, n.id, history):
+                expected[m.idempotency_key] = (m.subject, n.id, agg)
+                order.append(m.idempotency_key)
+    # A half-published last event: the messages that are there count, the rest are to come.
+    partial = {p.idempotency_key for p in published if p.position == mark.position}
+    seen = Counter(p.idempotency_key for p in published)
+    out: list[Difference] = []
+    for key in order:
+        subject, pos, agg = expected[key]
+        if seen[key] == 0:
+            out.append(Difference("outbox", agg, "", f"{subject} of event {pos} is missing"))
+        elif seen[key] > 1:
+            detail = f"{subject} of event {pos} published {seen[key]} times"
+            out.append(Difference("outbox", agg, "", detail))
+    for p in published:
+        if p.idempotency_key not in expected and p.idempotency_key not in partial:
+            detail = f"{p.subject} at stream sequence {p.stream_seq} follows from no event"
+            out.append(Difference("outbox", "", "", detail))
+    places = [(p.position, p.index) for p in published]
+    for (a, b), p in zip(pairwise(places), published[1:], strict=False):
+        if b <= a:
+            detail = f"{p.subject} at stream sequence {p.stream_seq} is out of the log's order"
+            out.append(Difference("outbox", "", "", detail))
+    return out
