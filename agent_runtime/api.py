@@ -138,6 +138,10 @@ class AssessmentInput:
     candidates: tuple[Candidate, ...]
     peer_review: bool = False
     """Peers rated the candidates: the score then weighs their ratings (see ``checks``)."""
+    acceptance_tests: str = ""
+    """The task's acceptance tests (pytest-style Python; ``TaskConstraints.metadata
+    ["acceptance_tests"]``): every DEV candidate runs against them in the sandbox, and they gate
+    its score. Peers' tests need no field: they are in the candidates' own text."""
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,43 @@
-"""Executable checks on proposals, and the skeleton score built from them. Pure functions.
-
-The seed's checks were stubs that always passed, so every score tied and agent 1 always won.
-These checks look at the text. Nothing here ever *executes* model output: "dryrun" is
-``compile()`` (parse and byte-compile, no execution), and "lint" is a static pass over the
-symbol tables that the compiler builds (``symtable``), which finds undefined names and unused
-imports the way pyflakes does for the common cases, with no new dependency.
+"""Checks on proposals and the score built from them: checks gate, peers rank.
 
 Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
 
 * ``policy``  every role: the answer is non-empty and mentions the requirements; DEV answers must
   also contain a Python code block.
-* ``dryrun``  DEV: every Python code block compiles (``details["mode"] == "compile"``).
-* ``lint``    DEV: no undefined names in the compiling blocks; unused imports are warnings.
+* ``lint``    DEV: no undefined names (a static pass over the compiler's symbol tables);
+  unused imports are warnings.
+* ``dryrun``  DEV: the *real run* in the sandbox (``sandbox``, ``execution``): the candidate's
+  solution imported as ``solution`` and the task's acceptance tests run against it
+  (``details``: exit code, output tail, passed/failed). With acceptance tests it *gates*
+  (``details["gate"] == "true"``); without, it checks the solution imports. Where no sandbox
+  can run, model code is never executed: ``dryrun`` is ``compile()`` (``details["mode"] ==
+  "compile"``) and ``details["executed"]`` says "not run: <reason>".
+* ``cross_exec`` DEV: CodeT's dual agreement: every candidate runs against every peer's tests
+  (blocks with a ``def test_…``); its row of the pass matrix is in ``details`` (``tests:<peer>``
+  → passed/total), its score the weighted agreement (``execution``).
+* ``peer_review`` the peers' ratings, when they rated.
 
-Score formula (each check's own score is in [0, 1]):
+A check that cannot apply (no sandbox, no peer tests) says so in its message and carries
+``details["applicable"] == "false"``: it does not count.
 
-* requirement coverage ``cov`` = fraction of requirements "mentioned": at least half of a
-  requirement's significant words (4+ letters; all its words when it has none that long) occur
-  in the answer, case-insensitively. No requirements → 1.
-* policy score: empty answer → 0. DEV: ``0.5·has_code + 0.5·cov``. Other roles: ``0.5 + 0.5·cov``.
-* dryrun score: compiling blocks / blocks (0 with no block).
-* lint score: ``max(0, 1/(1 + errors) - 0.05·warnings)`` (0 with no compiling code).
-* total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``.
+Score (each check's score is in [0, 1]; ``score``):
 
-A DEV answer without code therefore scores at most 0.3, and one that compiles and lints clean
-with full coverage scores 1.
+* gate ``g`` = 1 when every gating check passed (or there is none), else 0. Today the only gating
+  check is the acceptance run: a candidate that fails any acceptance test is ranked below every
+  candidate that passes them all, whatever its other checks or its peers say.
+* rank ``r`` = the weighted mean of the applicable checks' scores, with ``RANK_WEIGHTS``
+  (policy 0.2, lint 0.2, dryrun 0.3, cross_exec 0.3; other checks 0.2).
+* peers ``p`` = the mean usable rating (neutral 0.5 when none was usable).
+* total = ``0.5·g + 0.4·r + 0.1·p`` when peers rated, else ``0.5·g + 0.5·r``.
 
-Peer ratings (``AssessmentInput.peer_review``): ``peer`` = the mean of the usable ratings the
-candidate received, or a neutral 0.5 when none was usable (recorded in the ``peer_review`` check's
-details with the number of fallbacks). The score becomes ``checks · (0.5 + 0.5·peer)``: the
-executable checks gate (code that does not compile cannot be rescued by praise, it keeps at most
-0.3 of the scale), and the peers rank among the proposals that pass them.
+So executed checks decide (``g`` and ``r``), and peers' ratings break what the checks leave
+level: a 0.1 share cannot lift a failing candidate over the gate, and moves a rank only where
+the checks are close.
+
+Policy details: requirement coverage ``cov`` = fraction of requirements "mentioned" (at least
+half of a requirement's significant words, 4+ letters, occur in the answer); DEV policy score
+``0.5·has_code + 0.5·cov``, other roles ``0.5 + 0.5·cov``. Lint score
+``max(0, 1/(1 + errors) - 0.05·warnings)``.
 """
 
 from __future__ import annotations
@@ -39,16 +46,20 @@ import ast
 import builtins
 import re
 import symtable
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
+from agent_runtime.execution import execution_checks, not_applicable
+from agent_runtime.sandbox import DisabledSandbox, Sandbox, SandboxLimits
 from aggregates.values import CheckOutcome
 
 __all__ = [
     "CODE_ROLES",
+    "RANK_WEIGHTS",
     "CodeBlock",
     "LintReport",
+    "applies",
     "assess_candidate",
     "assess_candidates",
     "dryrun_check",
@@ -58,6 +69,7 @@ __all__ = [
     "peer_review_check",
     "policy_check",
     "requirement_coverage",
+    "score",
     "with_peer_reviews",
 ]
 
@@ -67,7 +79,8 @@ CODE_ROLES = frozenset({"DEV"})
 MAX_CODE_CHARS = 64_000
 """Longer code is not compiled: a pathological answer must not stall the scorer."""
 
-WEIGHTS_CODE = {"policy": 0.3, "dryrun": 0.35, "lint": 0.35}
+CHECK_LIMITS = SandboxLimits(cpu_s=5.0, memory_mb=256, processes=64, wall_s=10.0)
+"""What one candidate's run against all the suites may use (``sandbox``)."""
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PY_TAGS = frozenset({"python", "py", "python3", "py3"})
@@ -322,16 +335,12 @@ def peer_review_check(candidate: Candidate) -> CheckOutcome:
 def assess_candidate(
     candidate: Candidate, role: str, requirements: Sequence[str], *, peer_review: bool = False
 ) -> Assessment:
-    """The checks and the total score of one proposal (formula in the module docstring)."""
-    policy = policy_check(candidate.content, role, requirements)
-    if role.upper() not in CODE_ROLES:
-        checks: tuple[CheckOutcome, ...] = (policy,)
-    else:
-        blocks = extract_code_blocks(candidate.content)
-        checks = (policy, dryrun_check(blocks), lint_check(blocks))
-    if peer_review:
-        checks = (*checks, peer_review_check(candidate))
-    return Assessment(candidate.agent_id, _total(checks, role), checks)
+    """The static checks and score of one proposal, executing nothing (no sandbox).
+
+    ``assess_candidates`` with a sandbox is what scoring uses; this is its no-sandbox form.
+    """
+    request = AssessmentInput("", role, "", "", tuple(requirements), (candidate,), peer_review)
+    return assess_candidates(request)[0]
 
 
 def with_peer_reviews(assessment: Assessment, candidate: Candidate, role: str) -> Assessment:
@@ -347,25 +356,71 @@ def with_peer_reviews(assessment: Assessment, candidate: Candidate, role: str) -
     return Assessment(assessment.agent_id, _total(checks, role), checks)
 
 
-def _total(checks: Sequence[CheckOutcome], role: str) -> float:
-    by_type = {c.check_type: c for c in checks}
-    if role.upper() not in CODE_ROLES:
-        total = by_type["policy"].score
-    else:
-        total = sum(WEIGHTS_CODE[t] * by_type[t].score for t in WEIGHTS_CODE)
-    peers = by_type.get("peer_review")
-    if peers is not None:
-        total *= 0.5 + 0.5 * peers.score
+RANK_WEIGHTS: Mapping[str, float] = {"policy": 0.2, "lint": 0.2, "dryrun": 0.3, "cross_exec": 0.3}
+"""Weights of the applicable checks in the rank ``r`` (module docstring)."""
+DEFAULT_WEIGHT = 0.2
+"""The weight of a check not named in ``RANK_WEIGHTS``."""
+
+
+def applies(check: CheckOutcome) -> bool:
+    """Whether ``check`` counts in the score (one that could not apply says so)."""
+    return check.details.get("applicable") != "false"
+
+
+def score(checks: Sequence[CheckOutcome], weights: Mapping[str, float] = RANK_WEIGHTS) -> float:
+    """The total of the module docstring: ``0.5·g + 0.4·r + 0.1·p`` (``0.5·g + 0.5·r``)."""
+    counted = [c for c in checks if applies(c) and c.check_type != "peer_review"]
+    gate = all(c.passed for c in counted if c.details.get("gate") == "true")
+    total_w = sum(weights.get(c.check_type, DEFAULT_WEIGHT) for c in counted)
+    rank = (
+        sum(weights.get(c.check_type, DEFAULT_WEIGHT) * c.score for c in counted) / total_w
+        if total_w > 0
+        else 0.0
+    )
+    peers = next((c for c in checks if c.check_type == "peer_review"), None)
+    total = 0.5 * gate + (0.5 * rank if peers is None else 0.4 * rank + 0.1 * peers.score)
     return round(min(max(total, 0.0), 1.0), 4)
 
 
-def assess_candidates(request: AssessmentInput) -> list[Assessment]:
-    """One Assessment per candidate, in the candidates' order.
+def _total(checks: Sequence[CheckOutcome], role: str) -> float:
+    return score(checks)
 
-    Each score depends only on that candidate's text, the role and the requirements, never on
-    its position, so a winner chosen from these scores does not depend on agent order.
+
+def assess_candidates(
+    request: AssessmentInput,
+    sandbox: Sandbox | None = None,
+    limits: SandboxLimits = CHECK_LIMITS,
+) -> list[Assessment]:
+    """One Assessment per candidate, in the candidates' order. Blocks while code runs: call it
+    off the event loop when ``sandbox`` is available.
+
+    A score depends on the candidate's text, the role, the requirements, the acceptance tests
+    and the *set* of peers' tests, never on positions, so the winner does not depend on agent
+    order. Without a (working) ``sandbox`` nothing runs (module docstring).
     """
-    return [
-        assess_candidate(c, request.role, request.requirements, peer_review=request.peer_review)
-        for c in request.candidates
-    ]
+    role = request.role.upper()
+    blocks = {c.agent_id: extract_code_blocks(c.content) for c in request.candidates}
+    executed: Mapping[str, tuple[CheckOutcome, CheckOutcome]] = {}
+    not_run = ""
+    if role in CODE_ROLES:
+        code = {a: [b.code for b in bs] for a, bs in blocks.items()}
+        box = sandbox or DisabledSandbox("no sandbox given")
+        executed, not_run = execution_checks(code, request.acceptance_tests, box, limits)
+    out: list[Assessment] = []
+    for c in request.candidates:
+        checks: tuple[CheckOutcome, ...] = (policy_check(c.content, role, request.requirements),)
+        if role in CODE_ROLES:
+            mine = blocks[c.agent_id]
+            if c.agent_id in executed:
+                dry, cross = executed[c.agent_id]
+            else:
+                dry, cross = dryrun_check(mine), not_applicable("cross_exec", not_run)
+                details = dry.details | {"executed": not_run}
+                if request.acceptance_tests.strip():
+                    details["acceptance"] = f"{not_run} (tests given)"
+                dry = replace(dry, details=details)
+            checks = (*checks, dry, lint_check(mine), cross)
+        if request.peer_review:
+            checks = (*checks, peer_review_check(c))
+        out.append(Assessment(c.agent_id, _total(checks, role), checks))
+    return out
