@@ -4,33 +4,43 @@ Copied there as ``pytest.py`` beside ``_test_runner.py``, never imported by Flee
 for why the real pytest is not used).
 """
 
+from __future__ import annotations
+
 import math
+import re
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any
 
 
 class _Raises:
-    def __init__(self, expected, match=None):  # type: ignore[no-untyped-def]
+    def __init__(self, expected: type[BaseException], match: str | None = None) -> None:
         self.expected = expected
         self.match = match
-        self.value = None
+        self.value: BaseException | None = None
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> _Raises:
         return self
 
-    def __exit__(self, kind, value, tb):  # type: ignore[no-untyped-def]
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         if kind is None:
             raise AssertionError(f"DID NOT RAISE {self.expected}")
         if not issubclass(kind, self.expected):
             return False
-        if self.match is not None:
-            import re
-
-            if not re.search(self.match, str(value)):
-                raise AssertionError(f"{value!r} does not match {self.match!r}")
+        if self.match is not None and not re.search(self.match, str(value)):
+            raise AssertionError(f"{value!r} does not match {self.match!r}")
         self.value = value
         return True
 
 
-def raises(expected, *args, match=None, **kwargs):  # type: ignore[no-untyped-def]
+def raises(
+    expected: type[BaseException], *args: Any, match: str | None = None, **kwargs: Any
+) -> _Raises | None:
     if args:
         with _Raises(expected, match):
             args[0](*args[1:], **kwargs)
@@ -39,41 +49,52 @@ def raises(expected, *args, match=None, **kwargs):  # type: ignore[no-untyped-de
 
 
 class _Approx:
-    def __init__(self, expected, rel=1e-6, abs=1e-12):  # type: ignore[no-untyped-def]
-        self.expected, self.rel, self.abs = expected, rel, abs
+    def __init__(self, expected: Any, rel: float = 1e-6, abs_: float = 1e-12) -> None:
+        self.expected, self.rel, self.abs = expected, rel, abs_
 
-    def __eq__(self, other):  # type: ignore[no-untyped-def]
+    def __eq__(self, other: object) -> bool:
         if isinstance(self.expected, list | tuple):
-            return len(other) == len(self.expected) and all(
-                _Approx(e, self.rel, self.abs) == o
-                for e, o in zip(self.expected, other, strict=True)
-            )
+            if not isinstance(other, list | tuple) or len(other) != len(self.expected):
+                return False
+            pairs = zip(self.expected, other, strict=True)
+            return all(_Approx(e, self.rel, self.abs) == o for e, o in pairs)
+        if not isinstance(other, int | float):
+            return False
         return math.isclose(other, self.expected, rel_tol=self.rel, abs_tol=self.abs)
 
-    def __repr__(self):  # type: ignore[no-untyped-def]
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
         return f"approx({self.expected!r})"
 
 
-def approx(expected, rel=1e-6, abs=1e-12):  # type: ignore[no-untyped-def]
+def approx(expected: Any, rel: float = 1e-6, abs: float = 1e-12) -> _Approx:
     return _Approx(expected, rel, abs)
 
 
 class _Mark:
-    def parametrize(self, names, values):  # type: ignore[no-untyped-def]
+    def parametrize(
+        self, names: str | Iterable[str], values: Iterable[Any]
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         split = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
 
-        def mark(fn):  # type: ignore[no-untyped-def]
-            fn._fleet_parametrize = (split, list(values))
+        def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+            fn._fleet_parametrize = (split, list(values))  # type: ignore[attr-defined]
             return fn
 
         return mark
 
-    def __getattr__(self, name):  # type: ignore[no-untyped-def]
-        return lambda *a, **k: a[0] if a and callable(a[0]) else (lambda fn: fn)
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Other marks (``skip``, ``slow``, …) leave the test as it is."""
+
+        def mark(*a: Any, **_k: Any) -> Any:
+            return a[0] if a and callable(a[0]) else (lambda fn: fn)
+
+        return mark
 
 
 mark = _Mark()
 
 
-def fail(msg=""):  # type: ignore[no-untyped-def]
+def fail(msg: str = "") -> None:
     raise AssertionError(msg)

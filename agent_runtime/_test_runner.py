@@ -15,11 +15,16 @@ one JSON line after a marker holding the nonce given in ``argv[1]``:
 ``{"import_error": str, "suites": {name: {"error": str, "tests": {test: "" | why}}}}``.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 PER_TEST_S = 2.0
 
@@ -28,7 +33,7 @@ class _TestTimeout(Exception):
     pass
 
 
-def _alarm(signum, frame):  # type: ignore[no-untyped-def]
+def _alarm(signum: int, frame: FrameType | None) -> None:
     raise _TestTimeout(f"test took over {PER_TEST_S:g} s")
 
 
@@ -41,19 +46,19 @@ def _why(exc: BaseException) -> str:
     return line[:300]
 
 
-def _cases(fn):  # type: ignore[no-untyped-def]
+def _cases(fn: Callable[..., Any]) -> list[tuple[str, tuple[Any, ...]]]:
     params = getattr(fn, "_fleet_parametrize", None)
     if not params:
         return [("", ())]
     names, values = params
-    cases = []
+    cases: list[tuple[str, tuple[Any, ...]]] = []
     for i, v in enumerate(values):
         args = v if len(names) > 1 else (v,)
         cases.append((f"[{i}]", tuple(args)))
     return cases
 
 
-def _run_suite(name, path, solution_ns):  # type: ignore[no-untyped-def]
+def _run_suite(name: str, path: str, solution_ns: dict[str, Any]) -> dict[str, Any]:
     ns = dict(solution_ns)
     ns["__name__"] = f"suite_{name}"
     ns["__file__"] = path
@@ -63,7 +68,7 @@ def _run_suite(name, path, solution_ns):  # type: ignore[no-untyped-def]
         exec(code, ns)
     except BaseException as e:  # a suite that fails to load fails, it does not stop us
         return {"error": f"cannot load tests: {_why(e)}", "tests": {}}
-    tests = {}
+    tests: dict[str, str] = {}
     for test_name, fn in list(ns.items()):
         if not test_name.startswith("test") or not callable(fn):
             continue
@@ -87,8 +92,9 @@ def main() -> None:
     here = os.getcwd()
     sys.path.insert(0, here)
     signal.signal(signal.SIGALRM, _alarm)
-    result = {"import_error": "", "suites": {}}
-    solution_ns = {}
+    suites: dict[str, dict[str, Any]] = {}
+    result: dict[str, Any] = {"import_error": "", "suites": suites}
+    solution_ns: dict[str, Any] = {}
     signal.setitimer(signal.ITIMER_REAL, PER_TEST_S)
     try:
         import solution
@@ -103,9 +109,9 @@ def main() -> None:
     for file in names:
         name = file[:-3] if file.endswith(".py") else file
         if result["import_error"]:
-            result["suites"][name] = {"error": "solution did not import", "tests": {}}
+            suites[name] = {"error": "solution did not import", "tests": {}}
             continue
-        result["suites"][name] = _run_suite(name, os.path.join(suites_dir, file), solution_ns)
+        suites[name] = _run_suite(name, os.path.join(suites_dir, file), solution_ns)
     sys.stdout.flush()
     sys.stderr.flush()
     os.write(1, f"\n@@fleet-results {nonce} {json.dumps(result)}\n".encode())

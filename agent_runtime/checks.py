@@ -22,9 +22,10 @@ A check that cannot apply (no sandbox, no peer tests) says so in its message and
 
 Score (each check's score is in [0, 1]; ``score``):
 
-* gate ``g`` = 1 when every gating check passed (or there is none), else 0. Today the only gating
-  check is the acceptance run: a candidate that fails any acceptance test is ranked below every
-  candidate that passes them all, whatever its other checks or its peers say.
+* gate ``g`` = 1 when every gating check (``details["gate"] == "true"``) passed, else 0. Two
+  checks gate: ``policy`` (an empty answer, or a DEV answer without code, fails it) and the
+  acceptance run: a candidate that fails any acceptance test is ranked below every candidate
+  that passes them all, whatever its other checks or its peers say.
 * rank ``r`` = the weighted mean of the applicable checks' scores, with ``RANK_WEIGHTS``
   (policy 0.2, lint 0.2, dryrun 0.3, cross_exec 0.3; other checks 0.2).
 * peers ``p`` = the mean usable rating (neutral 0.5 when none was usable).
@@ -242,10 +243,11 @@ def policy_check(content: str, role: str, requirements: Sequence[str]) -> CheckO
     """Non-empty, mentions the requirements, and (DEV) carries a Python code block."""
     text = content.strip()
     if not text:
-        return CheckOutcome("policy", False, 0.0, "empty proposal", {"violations": "empty"})
+        details = {"violations": "empty", "gate": "true"}
+        return CheckOutcome("policy", False, 0.0, "empty proposal", details)
     coverage, missing = requirement_coverage(text, requirements)
     violations = [f"requirement not mentioned: {r}" for r in missing]
-    details = {"coverage": f"{coverage:.3f}"}
+    details = {"coverage": f"{coverage:.3f}", "gate": "true"}
     if role.upper() in CODE_ROLES:
         has_code = bool(extract_code_blocks(text))
         if not has_code:

@@ -15,6 +15,7 @@ candidate's agreement is ``Σ w(t)·pass(c, t) / Σ w(t)`` over its peers' tests
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import secrets
@@ -187,10 +188,46 @@ def _passed(run: CandidateRun, suite: str, test: str) -> bool:
 
 
 def split_code(blocks: Sequence[str]) -> tuple[str, str]:
-    """(the solution: non-test blocks joined in order, the tests: test blocks joined)."""
-    solution = [b for b in blocks if not is_tests_block(b)]
-    tests = [b for b in blocks if is_tests_block(b)]
+    """(the solution, the tests) of a candidate's Python blocks, each joined in order.
+
+    A candidate's tests are its top-level ``def test_…`` functions, in a block of their own or
+    after the code in the same block (a server that stops at the first closing fence leaves one
+    block); a block's ``import pytest`` and ``from solution import …`` lines go with them.
+    Everything else is the solution. A block that does not parse stays whole in the solution
+    (where its import fails, as it should).
+    """
+    solution: list[str] = []
+    tests: list[str] = []
+    for block in blocks:
+        if not is_tests_block(block):
+            solution.append(block)
+            continue
+        try:
+            tree = ast.parse(block)
+        except (SyntaxError, ValueError, RecursionError):
+            solution.append(block)
+            continue
+        lines = block.splitlines()
+        mine: list[str] = []
+        rest: list[str] = []
+        for node in tree.body:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            text = "\n".join(lines[first - 1 : node.end_lineno])
+            (mine if _is_test_part(node) else rest).append(text)
+        tests.append("\n".join(mine))
+        if any(r.strip() for r in rest):
+            solution.append("\n".join(rest))
     return "\n\n".join(solution), "\n\n".join(tests)
+
+
+def _is_test_part(node: ast.stmt) -> bool:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return node.name.startswith("test")
+    if isinstance(node, ast.Import):
+        return all(a.name == "pytest" for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.module in ("solution", "pytest")
+    return False
 
 
 # ----------------------------------------------------------------------------- as checks

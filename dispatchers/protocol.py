@@ -42,6 +42,10 @@ from aggregates import (
 from application.ports import DeliberationStore
 from dispatchers.councils import Councils
 
+ACCEPTANCE_TESTS_KEY = "acceptance_tests"
+"""The key of ``TaskConstraints.metadata`` that carries a task's acceptance tests (the seed's
+clients can send them there; ``fleet deliberate --tests`` does)."""
+
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
 
 __all__ = ["DeliberationProtocol", "DispatcherOptions", "retrieved", "start_change", "utc_now"]
@@ -175,6 +179,7 @@ class DeliberationProtocol:
                 Candidate(a, p.content, tuple(d.ratings_of(a))) for a, p in sorted(unscored.items())
             ),
             peer_review=self._options.peer_review and len(final) >= 2,
+            acceptance_tests=d.metadata.get(ACCEPTANCE_TESTS_KEY, ""),
         )
 
     def _precheck(self, d: Deliberation) -> None:

@@ -73,9 +73,7 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
                 pb.LintResult(passed=c.passed, error_count=len(errors), errors=errors)
             )
         elif c.check_type in ("dryrun", "compile"):
-            suite.dryrun.CopyFrom(
-                pb.DryRunResult(passed=c.passed, exit_code=0 if c.passed else 1, message=c.message)
-            )
+            suite.dryrun.CopyFrom(_dryrun(c))
         else:
             suite.additional_checks.append(
                 pb.CheckResult(
@@ -87,6 +85,17 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
                 )
             )
     return suite
+
+
+def _dryrun(c: CheckOutcome) -> pb.DryRunResult:
+    """The real run's exit code and output tail where it ran in the sandbox (``checks``)."""
+    code = c.details.get("exit_code", "")
+    return pb.DryRunResult(
+        passed=c.passed,
+        output=c.details.get("output", ""),
+        exit_code=int(code) if code.lstrip("-").isdigit() else (0 if c.passed else 1),
+        message=c.message,
+    )
 
 
 def result(r: ResultView, role: str, created_at_ms: int) -> pb.DeliberationResult:

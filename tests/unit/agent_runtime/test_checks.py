@@ -38,6 +38,7 @@ def test_good_code_passes_everything() -> None:
         "policy": (True, 1.0),
         "dryrun": (True, 1.0),
         "lint": (True, 1.0),
+        "cross_exec": (False, 0.0),  # not applicable: nothing runs without a sandbox
     }
 
 
