@@ -21,6 +21,7 @@ from application.queries import QueryResult
 from application.timeline import History, to_json
 from application.views import DeliberationView, FailureView, ResultView
 from application.watch import Progress
+from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -231,6 +232,27 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
     )
 
 
+MAX_ACCEPTANCE_TESTS_CHARS = 64 * 1024
+
+
+def _check_acceptance_tests(tests: str) -> None:
+    """Acceptance tests the sandbox could not even load are the caller's mistake: said now,
+    naming the field, rather than failing every candidate later."""
+    field = f"constraints.metadata.{ACCEPTANCE_TESTS_KEY}"
+    if not tests:
+        return
+    if len(tests) > MAX_ACCEPTANCE_TESTS_CHARS:
+        raise InvalidDeliberationError(field, f"longer than {MAX_ACCEPTANCE_TESTS_CHARS} chars")
+    try:
+        compile(tests, "acceptance_tests", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise InvalidDeliberationError(field, f"line {e.lineno}: {e.msg}") from None
+    except ValueError as e:
+        raise InvalidDeliberationError(field, f"does not compile: {e}") from None
+    if "def test" not in tests:
+        raise InvalidDeliberationError(field, "defines no test function (def test_…)")
+
+
 def new_deliberation(
     request: pb.DeliberateRequest,
     *,
@@ -249,6 +271,7 @@ def new_deliberation(
         raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
     if request.rounds < 0:
         raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
+    _check_acceptance_tests(c.metadata.get(ACCEPTANCE_TESTS_KEY, ""))
     tid = task_id(request.task_id) if request.task_id else new_task_id
     return Deliberation.request(
         task_id=tid,
