@@ -70,7 +70,8 @@ TASKS: tuple[DevTask, ...] = (
         "        if xs[mid] < target:\n            lo = mid + 1\n        else:\n"
         "            hi = mid - 1\n    return -1\n",
         acceptance="from solution import binary_search\n\n\ndef test_found():\n"
-        "    assert binary_search([1, 3, 5, 7], 3) == 1\n    assert binary_search([1, 3, 5, 7], 7) == 3\n"
+        "    assert binary_search([1, 3, 5, 7], 3) == 1\n"
+        "    assert binary_search([1, 3, 5, 7], 7) == 3\n"
         "\n\ndef test_absent():\n    assert binary_search([1, 3, 5, 7], 4) == -1\n"
         "    assert binary_search([], 1) == -1\n",
         right_tests="def test_last():\n    assert binary_search([2, 4, 6], 6) == 2\n",
@@ -82,7 +83,8 @@ TASKS: tuple[DevTask, ...] = (
         "non-negative; gcd(0, 0) == 0).",
         right="def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return abs(a)\n",
         wrong="def gcd(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n",
-        acceptance="from solution import gcd\n\n\ndef test_positive():\n    assert gcd(12, 18) == 6\n"
+        acceptance="from solution import gcd\n\n\ndef test_positive():\n"
+        "    assert gcd(12, 18) == 6\n"
         "\n\ndef test_signs():\n    assert gcd(-4, 6) == 2\n    assert gcd(0, -5) == 5\n",
         right_tests="def test_gcd_signs():\n    assert gcd(0, -5) == 5\n",
         wrong_tests="def test_gcd():\n    assert gcd(9, 6) == 3\n",
@@ -91,7 +93,8 @@ TASKS: tuple[DevTask, ...] = (
         name="is_prime",
         task="Write is_prime(n) returning True when the integer n is prime.",
         right="def is_prime(n):\n    if n < 2:\n        return False\n"
-        "    for d in range(2, int(n**0.5) + 1):\n        if n % d == 0:\n            return False\n"
+        "    for d in range(2, int(n**0.5) + 1):\n"
+        "        if n % d == 0:\n            return False\n"
         "    return True\n",
         wrong="def is_prime(n):\n    if n < 2:\n        return False\n"
         "    for d in range(2, int(n**0.5)):\n        if n % d == 0:\n            return False\n"
@@ -160,7 +163,8 @@ TASKS: tuple[DevTask, ...] = (
         task="Write chunks(xs, n) splitting the list xs into consecutive lists of n items; the "
         "last one may be shorter.",
         right="def chunks(xs, n):\n    return [xs[i : i + n] for i in range(0, len(xs), n)]\n",
-        wrong="def chunks(xs, n):\n    return [xs[i : i + n] for i in range(0, len(xs) - n + 1, n)]\n",
+        wrong="def chunks(xs, n):\n"
+        "    return [xs[i : i + n] for i in range(0, len(xs) - n + 1, n)]\n",
         acceptance="from solution import chunks\n\n\ndef test_even():\n"
         "    assert chunks([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]\n\n\ndef test_rest():\n"
         "    assert chunks([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]\n"
