@@ -20,6 +20,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -316,10 +317,14 @@ def execution_checks(
     if acceptance:
         suites[ACCEPTANCE] = acceptance_tests
         authors.pop(ACCEPTANCE, None)  # an agent named "acceptance" cannot pose as the task
-    runs = {
-        agent: run_candidate(sandbox, solution, suites, limits)
-        for agent, (solution, _t) in split.items()
-    }
+    # Side by side: a run mostly waits on process start-up, and the sandbox bounds how many
+    # run at once (its slots), so this never runs more than that.
+    with ThreadPoolExecutor(max_workers=max(1, len(split)), thread_name_prefix="sandbox") as pool:
+        futures = {
+            agent: pool.submit(run_candidate, sandbox, solution, suites, limits)
+            for agent, (solution, _t) in split.items()
+        }
+        runs = {agent: f.result() for agent, f in futures.items()}
     rows = agreement(runs, authors)
     out: dict[str, tuple[CheckOutcome, CheckOutcome]] = {}
     for agent, run in runs.items():
