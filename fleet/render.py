@@ -83,13 +83,21 @@ def _checks(suite: pb.CheckSuite) -> str:
     if suite.HasField("lint"):
         parts.append(("lint", suite.lint.passed))
     if suite.HasField("dryrun"):
-        parts.append(("compile", suite.dryrun.passed))
+        parts.append((_dryrun_label(suite.dryrun.message), suite.dryrun.passed))
     parts += [
         (c.check_type, None if c.details.get("applicable") == "false" else c.passed)
         for c in suite.additional_checks
     ]
     marks = {True: "✓", False: "✗", None: "–"}  # – : could not apply, did not count
     return " ".join(f"{n}{marks[ok]}" for n, ok in parts) or "-"
+
+
+_COMPILE_MESSAGES = ("all blocks compile", "block ", "no code to compile")
+
+
+def _dryrun_label(message: str) -> str:
+    """ "run" where the dry run executed in the sandbox, "compile" where it only compiled."""
+    return "compile" if message.startswith(_COMPILE_MESSAGES) else "run"
 
 
 def _clip(text: str, limit: int) -> str:
