@@ -249,7 +249,6 @@ def dryrun_outcome(run: CandidateRun, *, acceptance: bool) -> CheckOutcome:
     details = {
         "mode": "sandbox",
         "exit_code": str(run.run.exit_code),
-        "duration_ms": str(round(run.run.duration_s * 1000)),
         "output": run.run.output[-OUTPUT_CHARS:],
         "acceptance": "true" if acceptance else "false",
         "gate": "true" if acceptance else "false",
