@@ -39,6 +39,9 @@ Policy details: requirement coverage ``cov`` = fraction of requirements "mention
 half of a requirement's significant words, 4+ letters, occur in the answer); DEV policy score
 ``0.5·has_code + 0.5·cov``, other roles ``0.5 + 0.5·cov``. Lint score
 ``max(0, 1/(1 + errors) - 0.05·warnings)``.
+
+(Over 400 lines: most of it is the symbol-table lint, which a real linter is to replace; the
+running of code lives in ``execution`` and ``sandbox``.)
 """
 
 from __future__ import annotations
@@ -388,6 +391,13 @@ def _total(checks: Sequence[CheckOutcome], role: str) -> float:
     return score(checks)
 
 
+def role_checks(candidate: Candidate, request: AssessmentInput) -> tuple[CheckOutcome, ...]:
+    """The checks of the role's own field (shell, Dockerfiles, YAML, SQL, tests, structure) for
+    one candidate: where those plug in. None yet; each counts in ``score`` like any other
+    (``RANK_WEIGHTS``, ``DEFAULT_WEIGHT``; ``details["gate"]`` to gate, ``"applicable"``)."""
+    return ()
+
+
 def assess_candidates(
     request: AssessmentInput,
     sandbox: Sandbox | None = None,
@@ -422,6 +432,7 @@ def assess_candidates(
                     details["acceptance"] = f"{not_run} (tests given)"
                 dry = replace(dry, details=details)
             checks = (*checks, dry, lint_check(mine), cross)
+        checks = (*checks, *role_checks(c, request))
         if request.peer_review:
             checks = (*checks, peer_review_check(c))
         out.append(Assessment(c.agent_id, _total(checks, role), checks))

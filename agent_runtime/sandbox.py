@@ -21,6 +21,9 @@ Runs are synchronous and bounded in number (``slots``): callers run them off the
 (``asyncio.to_thread``) on the agent runtime's processes, never in the API or projectors.
 Where no sandbox can start, ``open_sandbox`` returns one that is not ``available`` and says why:
 model code is then never run at all (``checks`` records "not run: <reason>").
+
+(Over 400 lines on purpose: the walls, the run that enforces them and the probe that finds them
+are one mechanism, and a wall is checked by reading them together.)
 """
 
 from __future__ import annotations
