@@ -12,7 +12,7 @@ code reach anything of Fleet's. Each run is a fresh ``bwrap`` sandbox:
   inside. ``--clearenv``: the environment is empty, so no secret in Fleet's reaches it.
 * rlimits, set before ``bwrap`` starts and inherited by everything in it: CPU seconds, address
   space, file size and processes. The process limit counts per *real* user, so when Fleet runs
-  as root each concurrent run gets its own unprivileged uid (``SANDBOX_UID_BASE + slot``);
+  as root each concurrent run gets its own unprivileged uid (``sandbox_uid``: by process and slot);
   otherwise the limit is set above the processes the user already runs.
 * A wall-clock deadline kills the whole process group (and, with it, the pid namespace), and the
   output is read as it comes and capped: past ``output_bytes`` the run is killed.
@@ -65,6 +65,18 @@ SANDBOX_MODES = ("auto", "bwrap", "off")
 
 SANDBOX_UID_BASE = 61000
 """First uid of the per-slot users a root Fleet runs sandboxes as (they need no passwd entry)."""
+MAX_SLOTS = 8
+"""Most runs one process runs at once (each has its own uid)."""
+_UID_PROCESSES = 500
+"""Processes whose sandbox uids do not overlap (uids 61000 to 64999): pids equal modulo this
+share them, and then a fork bomb in one could make the other's run fail to start a process."""
+
+
+def sandbox_uid(pid: int, slot: int) -> int:
+    """The uid a root process ``pid`` runs its ``slot``'s sandbox as: distinct per slot, and
+    per process as far as ``_UID_PROCESSES`` allows (Ray puts several actors on a machine)."""
+    return SANDBOX_UID_BASE + (pid % _UID_PROCESSES) * MAX_SLOTS + slot
+
 
 WORK_DIR = "/work"
 """The run's private tmpfs directory inside the sandbox, and its current directory."""
@@ -180,8 +192,8 @@ class BwrapSandbox:
     """
 
     def __init__(self, bwrap: str, python: str, *, slots: int = 2) -> None:
-        if slots < 1:
-            raise ValueError(f"slots must be >= 1, got {slots}")
+        if not 1 <= slots <= MAX_SLOTS:
+            raise ValueError(f"slots must be in 1..{MAX_SLOTS}, got {slots}")
         self._bwrap = bwrap
         self._python = python
         self._root = os.geteuid() == 0
@@ -248,7 +260,7 @@ class BwrapSandbox:
         started = time.monotonic()
         cmd, fds = self._command(files, argv)
         nproc = limits.processes if self._root else _own_processes() + limits.processes
-        uid = SANDBOX_UID_BASE + slot if self._root else -1
+        uid = sandbox_uid(os.getpid(), slot) if self._root else -1
 
         def walls() -> None:  # in the child, before exec: everything inside inherits these
             if uid >= 0:
@@ -373,13 +385,17 @@ def _interpreter() -> str | None:
 
 _logged: set[str] = set()
 _log_lock = threading.Lock()
+_opened: dict[int, Sandbox] = {}
+_open_lock = threading.Lock()
 
 
 def open_sandbox(mode: str = "auto", *, slots: int = 2) -> Sandbox:
     """The sandbox ``mode`` asks for (``SANDBOX_MODES``), probed with one real run.
 
     ``auto`` falls back to a ``DisabledSandbox`` that says why; ``bwrap`` raises
-    ``SandboxError`` instead; ``off`` never probes. The outcome is logged once per process.
+    ``SandboxError`` instead; ``off`` never probes. One per process and mode: every council
+    member of a process shares it, so ``slots`` bounds the process's runs, and the outcome is
+    probed and logged once.
 
     Raises:
         ValueError: an unknown mode (naming ``FLEET_SANDBOX``).
@@ -390,7 +406,10 @@ def open_sandbox(mode: str = "auto", *, slots: int = 2) -> Sandbox:
         raise ValueError(f"FLEET_SANDBOX={mode!r} must be one of {', '.join(SANDBOX_MODES)}")
     if mode == "off":
         return _announce(DisabledSandbox("sandbox turned off (FLEET_SANDBOX=off)"))
-    box = _probe(slots)
+    with _open_lock:
+        box = _opened.get(slots)
+        if box is None:
+            box = _opened[slots] = _probe(slots)
     if not box.available and mode == "bwrap":
         raise SandboxError(f"FLEET_SANDBOX=bwrap but no sandbox can start: {box.reason}")
     return _announce(box)

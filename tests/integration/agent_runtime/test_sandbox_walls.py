@@ -31,6 +31,7 @@ SECRET = "s3cr3t-do-not-leak-8271"
 def sandbox() -> Sandbox:
     box = open_sandbox("bwrap")  # fails, rather than skips, where the sandbox cannot start
     assert box.available, box.reason
+    assert open_sandbox("auto") is box, "one per process: its slots bound the process's runs"
     return box
 
 
