@@ -235,19 +235,27 @@ class BwrapSandbox:
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", WORK_DIR]
         cmd += ["--setenv", "HOME", WORK_DIR, "--setenv", "PATH", "/usr/bin:/bin"]
         cmd += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-        fds: list[int] = []
-        for name, text in files.items():
-            rel = os.path.normpath(name)
+        paths = {name: os.path.normpath(name) for name in files}
+        for name, rel in paths.items():
             if rel.startswith(("/", "..")):
                 raise ValueError(f"sandbox file {name!r} must be a relative path inside the run")
-            parent = os.path.dirname(rel)
-            if parent:
-                cmd += ["--dir", f"{WORK_DIR}/{parent}"]
-            fd = os.memfd_create("sandbox-file", 0)
-            os.write(fd, text.encode())
-            os.lseek(fd, 0, os.SEEK_SET)
-            fds.append(fd)
-            cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
+        fds: list[int] = []
+        try:
+            for name, text in files.items():
+                rel = paths[name]
+                parent = os.path.dirname(rel)
+                if parent:
+                    cmd += ["--dir", f"{WORK_DIR}/{parent}"]
+                fd = os.memfd_create("sandbox-file", 0)
+                fds.append(fd)
+                with open(fd, "wb", closefd=False) as f:
+                    f.write(text.encode())
+                os.lseek(fd, 0, os.SEEK_SET)
+                cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
         cmd += ["--chdir", WORK_DIR, "--"]
         program = list(argv)
         if program and program[0] in ("python", "python3"):

@@ -212,3 +212,13 @@ def _is_bwrap(pid: str) -> bool:
         return "bwrap" in Path(f"/proc/{pid}/cmdline").read_text()
     except OSError:
         return False
+
+
+def test_files_are_placed_only_inside_the_run(sandbox: Sandbox) -> None:
+    for bad in ("../escape.py", "/etc/escape.py"):
+        with pytest.raises(ValueError, match="relative path inside the run"):
+            sandbox.run({bad: "x = 1\n"}, ["python3", "-c", "pass"], LIMITS)
+    run = sandbox.run(
+        {"pkg/mod.py": "X = 41\n"}, ["python3", "-c", "import pkg.mod as m; print(m.X + 1)"], LIMITS
+    )
+    assert (run.exit_code, run.output.strip(), run.reason) == (0, "42", "")
