@@ -6,22 +6,20 @@ details; a check that finds nothing of its kind in the answer says "not applicab
 and does not count. Pure functions of the text, the role and the configuration: the linters
 (ruff, shellcheck, hadolint) read the text on stdin; nothing the model wrote is executed.
 
-Scoring (``blend``): the role checks' weighted mean ``r`` joins the base score ``b`` (policy,
-and for DEV dryrun and lint) as ``b·(1 − ROLE_SHARE) + r·ROLE_SHARE`` when at least one check
-applies, else the base alone. See ``docs/role-checks.md``.
+Scoring is ``checks.score``'s: each applicable role check joins the rank with its council
+weight (a role check marked ``gate`` also gates). See ``docs/checks.md``, ``docs/role-checks.md``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from agent_runtime.role_checks._outcomes import (
     findings,
     is_applicable,
     not_applicable,
-    role_score,
     weighted,
 )
 from agent_runtime.role_checks._tools import ToolUnavailableError
@@ -41,10 +39,8 @@ from aggregates.values import CheckOutcome
 
 __all__ = [
     "CHECKS_BY_ROLE",
-    "ROLE_SHARE",
     "RoleCheckConfig",
     "ToolUnavailableError",
-    "blend",
     "is_applicable",
     "role_checks",
     "ruff_lint",
@@ -52,10 +48,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-ROLE_SHARE = 0.6
-"""How much the role checks weigh against the base checks when any applies: more than half,
-because for the roles without code the base is only "non-empty and mentions the requirements"."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +102,3 @@ def _guarded(name: str, answer: str, config: RoleCheckConfig) -> CheckOutcome:
     except Exception as e:
         log.warning("role check %s failed", name, exc_info=True)
         return not_applicable(name, f"the check failed: {type(e).__name__}: {e}"[:300])
-
-
-def blend(base: float, checks: Sequence[CheckOutcome]) -> float:
-    """The base score with the role checks among ``checks`` folded in (module docstring)."""
-    names = {n for ns in CHECKS_BY_ROLE.values() for n in ns}
-    r = role_score([c for c in checks if c.check_type in names])
-    return base if r is None else base * (1 - ROLE_SHARE) + r * ROLE_SHARE

@@ -21,6 +21,7 @@ from application.queries import QueryResult
 from application.timeline import History, to_json
 from application.views import DeliberationView, FailureView, ResultView
 from application.watch import Progress
+from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -71,9 +72,7 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
         elif c.check_type == "lint":
             suite.lint.CopyFrom(lint_result(c, errors))
         elif c.check_type in ("dryrun", "compile"):
-            suite.dryrun.CopyFrom(
-                pb.DryRunResult(passed=c.passed, exit_code=0 if c.passed else 1, message=c.message)
-            )
+            suite.dryrun.CopyFrom(_dryrun(c))
         else:
             suite.additional_checks.append(
                 pb.CheckResult(
@@ -95,6 +94,17 @@ def lint_result(c: CheckOutcome, fallback: list[str]) -> pb.LintResult:
         error_count=int(c.details.get("error_count", len(listed))),
         warning_count=int(c.details.get("warning_count", "0")),
         errors=listed,
+    )
+
+
+def _dryrun(c: CheckOutcome) -> pb.DryRunResult:
+    """The real run's exit code and output tail where it ran in the sandbox (``checks``)."""
+    code = c.details.get("exit_code", "")
+    return pb.DryRunResult(
+        passed=c.passed,
+        output=c.details.get("output", ""),
+        exit_code=int(code) if code.lstrip("-").isdigit() else (0 if c.passed else 1),
+        message=c.message,
     )
 
 
@@ -231,6 +241,27 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
     )
 
 
+MAX_ACCEPTANCE_TESTS_CHARS = 64 * 1024
+
+
+def _check_acceptance_tests(tests: str) -> None:
+    """Acceptance tests the sandbox could not even load are the caller's mistake: said now,
+    naming the field, rather than failing every candidate later."""
+    field = f"constraints.metadata.{ACCEPTANCE_TESTS_KEY}"
+    if not tests:
+        return
+    if len(tests) > MAX_ACCEPTANCE_TESTS_CHARS:
+        raise InvalidDeliberationError(field, f"longer than {MAX_ACCEPTANCE_TESTS_CHARS} chars")
+    try:
+        compile(tests, "acceptance_tests", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise InvalidDeliberationError(field, f"line {e.lineno}: {e.msg}") from None
+    except ValueError as e:
+        raise InvalidDeliberationError(field, f"does not compile: {e}") from None
+    if "def test" not in tests:
+        raise InvalidDeliberationError(field, "defines no test function (def test_…)")
+
+
 def new_deliberation(
     request: pb.DeliberateRequest,
     *,
@@ -249,6 +280,7 @@ def new_deliberation(
         raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
     if request.rounds < 0:
         raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
+    _check_acceptance_tests(c.metadata.get(ACCEPTANCE_TESTS_KEY, ""))
     tid = task_id(request.task_id) if request.task_id else new_task_id
     return Deliberation.request(
         task_id=tid,
