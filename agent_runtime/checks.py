@@ -7,15 +7,16 @@ Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
 * ``lint``    DEV: ruff, a real linter, with its correctness rules (``role_checks.ruff_lint``:
   ``E9,F``, pyflakes' findings): undefined names, misplaced statements, ... are errors; unused
   imports and variables are warnings.
-* ``dryrun``  DEV: the *real run* in the sandbox (``sandbox``, ``execution``): the candidate's
-  solution imported as ``solution`` and the task's acceptance tests run against it
-  (``details``: exit code, output tail, passed/failed). With acceptance tests it *gates*
+* ``dryrun``  DEV, and any role whose task has acceptance tests (``runs_code``): the *real run*
+  in the sandbox (``sandbox``, ``execution``): the candidate's solution imported as
+  ``solution`` and the task's acceptance tests run against it (``details``: exit code, output
+  tail, passed/failed). With acceptance tests it *gates*
   (``details["gate"] == "true"``); without, it checks the solution imports. Where no sandbox
   can run, model code is never executed: ``dryrun`` is ``compile()`` (``details["mode"] ==
   "compile"``) and ``details["executed"]`` says "not run: <reason>".
-* ``cross_exec`` DEV: CodeT's dual agreement: every candidate runs against every peer's tests
-  (blocks with a ``def test_...``); its row of the pass matrix is in ``details`` (``tests:<peer>``
-  -> passed/total), its score the weighted agreement (``execution``).
+* ``cross_exec`` where ``dryrun`` runs: CodeT's dual agreement: every candidate runs against
+  every peer's tests (blocks with a ``def test_...``); its row of the pass matrix is in
+  ``details`` (``tests:<peer>`` -> passed/total), its score the weighted agreement.
 * role checks (``role_checks``, plugged in by ``role_checks`` below): each role's own tools
   (shellcheck, hadolint, yamllint, a Kubernetes schema, sqlglot, ruff, the structure of a
   design, QA's tests, and QA's tests *run* against the task's reference code in the sandbox),
@@ -85,6 +86,7 @@ __all__ = [
     "rank_weight",
     "requirement_coverage",
     "role_checks",
+    "runs_code",
     "score",
     "with_peer_reviews",
 ]
@@ -346,6 +348,13 @@ def role_checks(
     return tuple(checks_of_role(request.role, candidate.content, config))
 
 
+def runs_code(request: AssessmentInput) -> bool:
+    """Whether scoring runs the candidates' Python in the sandbox: always for DEV, and for any
+    role whose task brings acceptance tests (a DATA task's functions or queries run against
+    them just as a DEV task's do)."""
+    return request.role.upper() in CODE_ROLES or bool(request.acceptance_tests.strip())
+
+
 def assess_candidates(
     request: AssessmentInput,
     sandbox: Sandbox | None = None,
@@ -362,14 +371,15 @@ def assess_candidates(
     blocks = {c.agent_id: extract_code_blocks(c.content) for c in request.candidates}
     executed: Mapping[str, tuple[CheckOutcome, CheckOutcome]] = {}
     not_run = ""
-    if role in CODE_ROLES:
+    running = runs_code(request)
+    if running:
         code = {a: [b.code for b in bs] for a, bs in blocks.items()}
         box = sandbox or DisabledSandbox("no sandbox given")
         executed, not_run = execution_checks(code, request.acceptance_tests, box, limits)
     out: list[Assessment] = []
     for c in request.candidates:
         checks: tuple[CheckOutcome, ...] = (policy_check(c.content, role, request.requirements),)
-        if role in CODE_ROLES:
+        if running:
             mine = blocks[c.agent_id]
             if c.agent_id in executed:
                 dry, cross = executed[c.agent_id]
@@ -379,7 +389,9 @@ def assess_candidates(
                 if request.acceptance_tests.strip():
                     details["acceptance"] = f"{not_run} (tests given)"
                 dry = replace(dry, details=details)
-            checks = (*checks, dry, lint_check(mine), cross)
+            checks = (*checks, dry, cross)
+            if role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
+                checks = (*checks, lint_check(mine))
         checks = (*checks, *role_checks(c, request, sandbox))
         if request.peer_review:
             checks = (*checks, peer_review_check(c))

@@ -52,7 +52,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import CODE_ROLES, assess_candidates, with_peer_reviews
+from agent_runtime.checks import assess_candidates, runs_code, with_peer_reviews
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
 from agent_runtime.sandbox import DisabledSandbox
@@ -423,7 +423,7 @@ class RayAgentRuntime:
                 peers = request.peer_review
                 out[i] = with_peer_reviews(checked, c, request.role) if peers else checked
         rest = [c for i, c in enumerate(request.candidates) if i not in out]
-        if rest and request.role.upper() in CODE_ROLES:
+        if rest and runs_code(request):
             # Their code runs in an actor's sandbox, never in this (the dispatcher's) process.
             left = replace(request, candidates=tuple(rest))
             self.precheck(left)
