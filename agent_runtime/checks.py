@@ -63,6 +63,8 @@ from dataclasses import dataclass, replace
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
 from agent_runtime.applicability import is_applicable, not_applicable
 from agent_runtime.execution import execution_checks
+from agent_runtime.qa_run import NAME as TEST_RUN
+from agent_runtime.qa_run import REFERENCE_KEY, test_run_check
 from agent_runtime.role_checks import RoleCheckConfig, ToolUnavailableError, ruff_lint
 from agent_runtime.role_checks import role_checks as checks_of_role
 from agent_runtime.sandbox import DisabledSandbox, Sandbox, SandboxLimits
@@ -81,6 +83,7 @@ __all__ = [
     "extract_code_blocks",
     "lint_check",
     "lint_source",
+    "needs_sandbox",
     "peer_review_check",
     "policy_check",
     "rank_weight",
@@ -337,15 +340,32 @@ def _total(checks: Sequence[CheckOutcome], role: str) -> float:
 
 
 def role_checks(
-    candidate: Candidate, request: AssessmentInput, sandbox: Sandbox | None = None
+    candidate: Candidate,
+    request: AssessmentInput,
+    sandbox: Sandbox | None = None,
+    limits: SandboxLimits = CHECK_LIMITS,
 ) -> tuple[CheckOutcome, ...]:
     """The checks of the role's own field (shell, Dockerfiles, YAML, SQL, tests, structure) for
     one candidate, with the council's weights (``request.check_weights``) and the task's
     metadata; QA's tests also run against the task's reference code in ``sandbox``
-    (``qa_execution``). Each counts in ``score`` by ``rank_weight``; one that cannot apply
-    says so and does not count."""
+    (``qa_run``). Each counts in ``score`` by ``rank_weight``; one that cannot apply says so
+    and does not count."""
     config = RoleCheckConfig(weights=request.check_weights, metadata=request.metadata)
-    return tuple(checks_of_role(request.role, candidate.content, config))
+    box = sandbox or DisabledSandbox("no sandbox given")
+
+    def test_run(answer: str, c: RoleCheckConfig) -> CheckOutcome:
+        return test_run_check(answer, c.metadata.get(REFERENCE_KEY, ""), box, limits)
+
+    runners = {TEST_RUN: test_run}
+    return tuple(checks_of_role(request.role, candidate.content, config, runners))
+
+
+def needs_sandbox(request: AssessmentInput) -> bool:
+    """Whether scoring ``request`` runs anything in a sandbox: its candidates' code
+    (``runs_code``) or a QA answer's tests against the task's reference code (``qa_run``)."""
+    return runs_code(request) or (
+        request.role.upper() == "QA" and bool(request.metadata.get(REFERENCE_KEY, "").strip())
+    )
 
 
 def runs_code(request: AssessmentInput) -> bool:
@@ -392,7 +412,7 @@ def assess_candidates(
             checks = (*checks, dry, cross)
             if role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
                 checks = (*checks, lint_check(mine))
-        checks = (*checks, *role_checks(c, request, sandbox))
+        checks = (*checks, *role_checks(c, request, sandbox, limits))
         if request.peer_review:
             checks = (*checks, peer_review_check(c))
         out.append(Assessment(c.agent_id, _total(checks, role), checks))

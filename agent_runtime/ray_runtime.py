@@ -52,7 +52,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import assess_candidates, runs_code, with_peer_reviews
+from agent_runtime.checks import assess_candidates, needs_sandbox, with_peer_reviews
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
 from agent_runtime.sandbox import DisabledSandbox
@@ -405,8 +405,9 @@ class RayAgentRuntime:
         """The executable checks and scores: from ``precheck`` where it checked the same text,
         otherwise in this process.
 
-        DEV candidates always on an actor (``precheck`` now, if it was not asked early): their
-        code runs in the actor's sandbox, never in this process, which is the dispatcher's.
+        DEV candidates (and any whose scoring runs something: ``checks.needs_sandbox``) always
+        on an actor (``precheck`` now, if it was not asked early): their code runs in the
+        actor's sandbox, never in this process, which is the dispatcher's.
         If the actor fails, they are checked here without running anything ("not run").
         Other roles in this process when nobody asked early: their checks only read text the
         caller already holds (nothing the model wrote is executed), while a Ray round trip is
@@ -423,7 +424,7 @@ class RayAgentRuntime:
                 peers = request.peer_review
                 out[i] = with_peer_reviews(checked, c, request.role) if peers else checked
         rest = [c for i, c in enumerate(request.candidates) if i not in out]
-        if rest and runs_code(request):
+        if rest and needs_sandbox(request):
             # Their code runs in an actor's sandbox, never in this (the dispatcher's) process.
             left = replace(request, candidates=tuple(rest))
             self.precheck(left)

@@ -39,6 +39,7 @@ from aggregates.values import CheckOutcome
 
 __all__ = [
     "CHECKS_BY_ROLE",
+    "Check",
     "RoleCheckConfig",
     "ToolUnavailableError",
     "is_applicable",
@@ -72,7 +73,10 @@ def _python_lint(answer: str) -> CheckOutcome:
     return findings("ruff", report.errors, report.warnings, subject="Python")
 
 
-_CHECKS: Mapping[str, Callable[[str, RoleCheckConfig], CheckOutcome]] = {
+Check = Callable[[str, RoleCheckConfig], CheckOutcome]
+"""A role check: (the answer, the configuration) → its outcome."""
+
+_CHECKS: Mapping[str, Check] = {
     "test_structure": lambda a, _c: qa_tests_check(a),
     "sections": lambda a, _c: sections_check(a),
     "decisions": lambda a, _c: decisions_check(a),
@@ -86,19 +90,27 @@ _CHECKS: Mapping[str, Callable[[str, RoleCheckConfig], CheckOutcome]] = {
 }
 
 
-def role_checks(role: str, answer: str, config: RoleCheckConfig) -> list[CheckOutcome]:
-    """The role's checks on ``answer``, in ``CHECKS_BY_ROLE`` order, each with its weight."""
-    names = CHECKS_BY_ROLE.get(role.upper(), ())
+def role_checks(
+    role: str, answer: str, config: RoleCheckConfig, runners: Mapping[str, Check] | None = None
+) -> list[CheckOutcome]:
+    """The role's checks on ``answer``, in ``CHECKS_BY_ROLE`` order, each with its weight.
+
+    ``runners`` supplies the checks that need more than the text (QA's ``test_run`` needs a
+    sandbox, which this package does not open); a named check without one is left out."""
+    table = {**_CHECKS, **(runners or {})}
+    names = [n for n in CHECKS_BY_ROLE.get(role.upper(), ()) if n in table]
     if config.weights:
-        names = tuple(n for n in names if n in config.weights)
-    return [weighted(_guarded(n, answer, config), config.weights.get(n, 1.0)) for n in names]
+        names = [n for n in names if n in config.weights]
+    return [weighted(_guarded(n, answer, config, table), config.weights.get(n, 1.0)) for n in names]
 
 
-def _guarded(name: str, answer: str, config: RoleCheckConfig) -> CheckOutcome:
+def _guarded(
+    name: str, answer: str, config: RoleCheckConfig, table: Mapping[str, Check]
+) -> CheckOutcome:
     """A check that fails on input its tool cannot take (a bug of ours or of the tool, never
     the answer's fault) is reported as not applicable, with the error, and scoring goes on."""
     try:
-        return _CHECKS[name](answer, config)
+        return table[name](answer, config)
     except Exception as e:
         log.warning("role check %s failed", name, exc_info=True)
         return not_applicable(name, f"the check failed: {type(e).__name__}: {e}"[:300])

@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_runtime.qa_run import REFERENCE_KEY
 from aggregates import (
     CheckOutcome,
     Deliberation,
@@ -244,21 +245,21 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
 MAX_ACCEPTANCE_TESTS_CHARS = 64 * 1024
 
 
-def _check_acceptance_tests(tests: str) -> None:
-    """Acceptance tests the sandbox could not even load are the caller's mistake: said now,
-    naming the field, rather than failing every candidate later."""
-    field = f"constraints.metadata.{ACCEPTANCE_TESTS_KEY}"
-    if not tests:
+def _check_python(key: str, code: str, *, tests: bool) -> None:
+    """Acceptance tests (``tests``) or reference code the sandbox could not even load are the
+    caller's mistake: said now, naming the field, rather than failing every candidate later."""
+    field = f"constraints.metadata.{key}"
+    if not code:
         return
-    if len(tests) > MAX_ACCEPTANCE_TESTS_CHARS:
+    if len(code) > MAX_ACCEPTANCE_TESTS_CHARS:
         raise InvalidDeliberationError(field, f"longer than {MAX_ACCEPTANCE_TESTS_CHARS} chars")
     try:
-        compile(tests, "acceptance_tests", "exec", dont_inherit=True)
+        compile(code, key, "exec", dont_inherit=True)
     except SyntaxError as e:
         raise InvalidDeliberationError(field, f"line {e.lineno}: {e.msg}") from None
     except ValueError as e:
         raise InvalidDeliberationError(field, f"does not compile: {e}") from None
-    if "def test" not in tests:
+    if tests and "def test" not in code:
         raise InvalidDeliberationError(field, "defines no test function (def test_…)")
 
 
@@ -280,7 +281,8 @@ def new_deliberation(
         raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
     if request.rounds < 0:
         raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
-    _check_acceptance_tests(c.metadata.get(ACCEPTANCE_TESTS_KEY, ""))
+    _check_python(ACCEPTANCE_TESTS_KEY, c.metadata.get(ACCEPTANCE_TESTS_KEY, ""), tests=True)
+    _check_python(REFERENCE_KEY, c.metadata.get(REFERENCE_KEY, ""), tests=False)
     tid = task_id(request.task_id) if request.task_id else new_task_id
     return Deliberation.request(
         task_id=tid,
