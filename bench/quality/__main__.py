@@ -19,7 +19,7 @@ selection corpus's tasks with acceptance tests (DEV and DATA: 34), 42 in all.
 Every method uses Fleet's own prompts and client. Answers are checked by running the code in a
 subprocess with a timeout (``problems.py``). Tokens are prompt + completion, as the server counts.
 
-    .venv/bin/python -m bench.quality --url URL --model M [--problems N] [--rounds R]
+    .venv/bin/python -m bench.quality --url URL --model M [--problems N] [--start K] [--rounds R]
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ async def council(
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    problems = ALL_PROBLEMS[: args.problems]
+    problems = ALL_PROBLEMS[args.start : args.start + args.problems]
     endpoint = EndpointConfig(
         args.url, args.model, max_in_flight=4, structured_output=args.structured, sandbox="off"
     )
@@ -214,6 +214,9 @@ def main() -> None:
     p.add_argument("--url", required=True, help="OpenAI-compatible base URL")
     p.add_argument("--model", required=True)
     p.add_argument("--problems", type=int, default=len(ALL_PROBLEMS))
+    p.add_argument(
+        "--start", type=int, default=0, help="skip this many problems (8: the corpus's first)"
+    )
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument(
