@@ -23,6 +23,8 @@ class Sampling:
     seed: int | None = None
     persona: str = ""
     max_tokens: int = 384
+    endpoint: str = ""
+    """The OpenAI-compatible URL this agent calls (its council seat's); empty: the runtime's."""
 
 
 @dataclass(frozen=True)

@@ -119,16 +119,31 @@ class CouncilMember:
         self.role = role.upper()
         self.endpoint = endpoint
         self.sandbox = sandbox if sandbox is not None else open_sandbox(endpoint.sandbox)
-        self.client = OpenAIChatClient(
-            endpoint.url,
-            model=endpoint.model,
-            max_in_flight=endpoint.max_in_flight,
-            retry=endpoint.retry,
-            api_key=endpoint.api_key,
-            thinking=endpoint.thinking,
-        )
+        self.client = self._new_client(endpoint.url)
+        self._clients: dict[str, OpenAIChatClient] = {endpoint.url: self.client}
         self.turns_served = 0
         self.turns_failed = 0
+
+    def _new_client(self, url: str) -> OpenAIChatClient:
+        e = self.endpoint
+        return OpenAIChatClient(
+            url,
+            model=e.model,
+            max_in_flight=e.max_in_flight,
+            retry=e.retry,
+            api_key=e.api_key,
+            thinking=e.thinking,
+        )
+
+    def client_for(self, url: str) -> OpenAIChatClient:
+        """The client of ``url`` (a council member's own endpoint), or the member's default for
+        an empty one. One client per URL, kept: each bounds its own calls in flight."""
+        if not url:
+            return self.client
+        client = self._clients.get(url)
+        if client is None:
+            client = self._clients[url] = self._new_client(url)
+        return client
 
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         """Prompt the model for one turn.
@@ -147,7 +162,7 @@ class CouncilMember:
         messages = build_messages(turn)
         prefill = prefill_of(messages)
         try:
-            completion = await self.client.chat(
+            completion = await self.client_for(sampling.endpoint).chat(
                 messages,
                 temperature=sampling.temperature,
                 max_tokens=sampling.max_tokens,
@@ -206,11 +221,12 @@ class CouncilMember:
         )
         try:
             try:
-                completion = await self.client.chat(messages, extra_body=extra or None, **kwargs)
+                client = self.client_for(request.sampling.endpoint)
+                completion = await client.chat(messages, extra_body=extra or None, **kwargs)
             except ChatHTTPError as e:
                 if not extra or e.status != 400:
                     raise
-                completion = await self.client.chat(messages, **kwargs)
+                completion = await client.chat(messages, **kwargs)
         except ChatClientError as e:
             raise AgentTurnError(f"review {request.key} failed: {e}") from None
         if selecting:
@@ -233,7 +249,8 @@ class CouncilMember:
         return assess_candidates(request, self.sandbox)
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self._clients.values():
+            await client.close()
 
 
 class LocalAgentRuntime:

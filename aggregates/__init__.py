@@ -1,7 +1,9 @@
 """The domain: pure, synchronous aggregates built with ``eventsourcing``. No I/O lives here."""
 
+from aggregates.council import Council, CouncilSettings, Member
 from aggregates.deliberation import Deliberation, FailureState, ProposalState
 from aggregates.errors import (
+    CouncilStateError,
     DeadlineNotReachedError,
     DeliberationClosedError,
     DeliberationError,
@@ -9,7 +11,7 @@ from aggregates.errors import (
     InvalidDeliberationError,
     UnknownAgentError,
 )
-from aggregates.ids import deliberation_id, plan_deliberation_task_id, plan_id_of
+from aggregates.ids import council_id, deliberation_id, plan_deliberation_task_id, plan_id_of
 from aggregates.plan import DEFAULT_PLAN_ROLES, Plan
 from aggregates.values import (
     AgentAnswer,
@@ -25,6 +27,9 @@ __all__ = [
     "AgentAnswer",
     "AgentId",
     "CheckOutcome",
+    "Council",
+    "CouncilSettings",
+    "CouncilStateError",
     "DeadlineNotReachedError",
     "Deliberation",
     "DeliberationClosedError",
@@ -33,11 +38,13 @@ __all__ = [
     "DuplicateProposalError",
     "FailureState",
     "InvalidDeliberationError",
+    "Member",
     "PeerReview",
     "Plan",
     "ProposalState",
     "Role",
     "UnknownAgentError",
+    "council_id",
     "deliberation_id",
     "plan_deliberation_task_id",
     "plan_id_of",

@@ -92,12 +92,18 @@ class Deliberation(Aggregate):
     architect_id: str = ""
     architect_candidates: tuple[str, ...] = ()
 
-    class_version = 2
-    """Of the snapshot state: version 2 holds ``trace_context``; older snapshots upcast."""
+    class_version = 3
+    """Of the snapshot state: version 2 holds ``trace_context``, version 3 ``seats``; older
+    snapshots upcast."""
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
         state["trace_context"] = ""
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        state["seats"] = {}
+        state["council_version"] = 0
 
     class Snapshot(BaseSnapshot):
         """The aggregate's state, encoded so the JSON transcoder can store it (see
@@ -168,9 +174,24 @@ class Deliberation(Aggregate):
             state.update(trace_context="")
 
     class Started(Event):
-        """The dispatcher handed the work to these agents (the council for this deliberation)."""
+        """The dispatcher handed the work to these agents (the council for this deliberation).
+
+        Version 2 added the council as it stood when the deliberation started: ``seats`` (each
+        agent id → the council member sitting there, its model and endpoint) and
+        ``council_version`` (the Council aggregate's version), so the deliberation keeps its
+        council, and its history stays true, whatever the council becomes. Version-1 events
+        upcast with none (agents then take the node's defaults, as they did).
+        """
+
+        class_version = 2
 
         agents: list[str]
+        seats: dict[str, dict[str, str]]
+        council_version: int
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.update(seats={}, council_version=0)
 
     class ProposalReceived(Event):
         """An agent's answer for a round, with how it was sampled (so diversity is on record).
@@ -397,6 +418,9 @@ class Deliberation(Aggregate):
         self.trace_context = trace_context
         self.status = DeliberationStatus.PENDING
         self.agents: list[AgentId] = []
+        self.seats: dict[str, dict[str, str]] = {}
+        """Agent id → the council member in that seat (``member``, ``model``, ``endpoint``)."""
+        self.council_version = 0
         self.proposals: dict[tuple[AgentId, int], ProposalState] = {}
         self.failures: dict[tuple[AgentId, int], FailureState] = {}
         self.late: list[AgentId] = []
@@ -477,8 +501,15 @@ class Deliberation(Aggregate):
 
     # ------------------------------------------------------------------ commands
 
-    def start(self, agents: list[AgentId] | None = None) -> None:
-        """Mark the work handed out. Idempotent: a restarted dispatcher may call it again."""
+    def start(
+        self,
+        agents: list[AgentId] | None = None,
+        *,
+        seats: dict[str, dict[str, str]] | None = None,
+        council_version: int = 0,
+    ) -> None:
+        """Mark the work handed out (to ``agents``, from the council at ``council_version``:
+        ``seats`` says who sits where). Idempotent: a restarted dispatcher may call it again."""
         if self.status is not DeliberationStatus.PENDING:
             return
         chosen = list(agents) if agents is not None else self.default_agents()
@@ -486,7 +517,7 @@ class Deliberation(Aggregate):
             raise InvalidDeliberationError(
                 "agents", f"need {self.num_agents} distinct agent ids, got {chosen}"
             )
-        self._started(agents=list(chosen))
+        self._started(agents=list(chosen), seats=dict(seats or {}), council_version=council_version)
 
     def receive_proposal(self, *, agent_id: AgentId, round: int, answer: AgentAnswer) -> bool:
         """Record an answer. Returns False when it came late (recorded, but changes nothing).
@@ -812,8 +843,12 @@ class Deliberation(Aggregate):
     # ------------------------------------------------------------------ mutators
 
     @event(Started)
-    def _started(self, agents: list[str]) -> None:
+    def _started(
+        self, agents: list[str], seats: dict[str, dict[str, str]], council_version: int
+    ) -> None:
         self.agents = [AgentId(a) for a in agents]
+        self.seats = {a: dict(s) for a, s in seats.items()}
+        self.council_version = council_version
         self.status = DeliberationStatus.IN_PROGRESS
 
     def _apply_proposal(self, e: Deliberation.ProposalReceived) -> None:

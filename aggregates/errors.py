@@ -30,3 +30,14 @@ class UnknownAgentError(DeliberationError):
 
 class DeadlineNotReachedError(DeliberationError):
     """A timeout was asked for before the recorded deadline."""
+
+
+class CouncilStateError(DeliberationError):
+    """A council command that the council's current state refuses (for FAILED_PRECONDITION): the
+    council is missing or deleted, exists already, or would be left empty. ``field`` names the
+    request field the caller should look at."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem

@@ -21,3 +21,8 @@ def plan_deliberation_task_id(plan_id: str, role: str) -> str:
 def plan_id_of(plan_id: str) -> UUID:
     """The aggregate id of the Plan the planning service calls ``plan_id``."""
     return uuid5(FLEET_NAMESPACE, f"plan:{plan_id}")
+
+
+def council_id(role: str) -> UUID:
+    """The aggregate id of ``role``'s council (one council per role, re-created in place)."""
+    return uuid5(FLEET_NAMESPACE, f"council:{role.strip().upper()}")

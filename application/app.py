@@ -3,6 +3,9 @@
 It is the only writer of events. Everything else (projectors, dispatchers) reads the stream it
 writes. Its name ("Fleet") prefixes its settings (``FLEET_NATS_URL`` before ``NATS_URL``) and
 names the upstream application in every projection's tracking records.
+
+Its aggregates share one event stream: ``Deliberation``, ``Plan`` and ``Council`` (one per role).
+Councils hold a few dozen small events each, so they replay whole and are never snapshotted.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from typing import Any, ClassVar
 from eventsourcing.application import Application
 from eventsourcing.domain import MutableOrImmutableAggregate
 
-from aggregates import Deliberation
+from aggregates import Council, Deliberation, Plan
+
+AGGREGATES: tuple[type[MutableOrImmutableAggregate[Any]], ...] = (Deliberation, Plan, Council)
+"""Every aggregate this application stores (``fleet verify`` and replay walk their events)."""
 
 
 class FleetApplication(Application[Any]):

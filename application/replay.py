@@ -1,4 +1,5 @@
-"""Replay from the source of truth: read one deliberation's events back from JetStream and fold.
+"""Replay from the source of truth: read one deliberation's (or council's) events back from
+JetStream and fold.
 
 Used by ``fleet replay``. It opens its own read-only use of the event store (no gRPC server
 needed), so it also works when the API is down.
@@ -6,7 +7,11 @@ needed), so it also works when the API is down.
 
 from __future__ import annotations
 
-from aggregates import deliberation_id
+from typing import Any
+
+from eventsourcing.application import project_aggregate
+
+from aggregates import Council, CouncilStateError, Role, council_id, deliberation_id
 from application.app import FleetApplication
 from application.stores import DeliberationNotFoundError
 from application.timeline import History, fold_history
@@ -28,3 +33,31 @@ def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> His
         return fold_history(events, to_version or None)
     finally:
         app.close()
+
+
+def replay_council(
+    nats_url: str, stream: str, role: str, to_version: int = 0
+) -> tuple[Council, list[Any]]:
+    """``role``'s council folded from its events (up to ``to_version``), and those events.
+
+    Raises:
+        InvalidDeliberationError: an unknown role.
+        CouncilStateError: the role never had a council.
+    """
+    r = Role.parse(role).value
+    app = FleetApplication(
+        env={
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "FLEET_NATS_URL": nats_url,
+            "FLEET_NATS_STREAM": stream,
+        }
+    )
+    try:
+        events = list(app.events.get(council_id(r), lte=to_version or None))
+    finally:
+        app.close()
+    if not events:
+        raise CouncilStateError("role", f"the {r} council has no events")
+    folded = project_aggregate(None, events)
+    assert isinstance(folded, Council)
+    return folded, events

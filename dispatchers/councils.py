@@ -14,6 +14,9 @@ council is diverse by default and configured where someone cared to.
 
 ``checks`` names the role checks the council runs and their weights (``role_checks``; a list
 of names gives each weight 1); without it the role runs all of its checks at weight 1.
+
+Who sits on a deliberation comes from the role's event-sourced council at the moment it starts
+(``seat``): its members' ids, models and endpoints are recorded in its Started event.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from agent_runtime.api import Sampling
 from agent_runtime.role_checks.names import CHECKS_BY_ROLE, unknown_checks
-from aggregates import Role
+from aggregates import AgentId, Role
 from application.councils import CouncilAgentView, CouncilView
 from dispatchers.sampling import council_sampling
 
@@ -166,3 +169,35 @@ def parse_check_weights(role: str, raw: object) -> dict[str, float]:
             raise CouncilConfigError(f"{where}.{name}: weight must be finite and >= 0")
         weights[str(name)] = float(weight)
     return weights
+
+
+@dataclass(frozen=True)
+class Seating:
+    """Who sits on a deliberation: its agent ids, and for each the council member there."""
+
+    agents: list[AgentId]
+    seats: dict[str, dict[str, str]]
+    council_version: int
+
+
+def seat(council: CouncilView | None, num_agents: int) -> Seating | None:
+    """The first ``num_agents`` members of ``council``, as they stand now.
+
+    When the council has fewer members than the deliberation asks for, the members take a
+    second (third, …) seat in order, each seat a distinct agent id ``<member>.<n>`` with the
+    member's model and endpoint (so a 5-agent deliberation on a 3-member council is members
+    1, 2, 3, 1.2, 2.2). None (the node's default agents) when the role has no council or an
+    empty one.
+    """
+    if council is None or not council.agents:
+        return None
+    members = list(council.agents)
+    agents: list[AgentId] = []
+    seats: dict[str, dict[str, str]] = {}
+    for i in range(num_agents):
+        m = members[i % len(members)]
+        turn = i // len(members) + 1
+        aid = m.agent_id if turn == 1 else f"{m.agent_id}.{turn}"
+        agents.append(AgentId(aid))
+        seats[aid] = {"member": m.agent_id, "model": m.model, "endpoint": m.endpoint}
+    return Seating(agents, seats, council.version)

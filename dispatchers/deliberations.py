@@ -63,12 +63,14 @@ from aggregates import (
 from application.councils import CouncilDirectory
 from application.ports import DeliberationStore, EventFeed
 from dispatchers.context import ContextSource
+from dispatchers.councils import seat
 from dispatchers.ports import Claim, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
     DispatcherOptions,
     retrieved,
     start_change,
+    start_seated,
     utc_now,
 )
 from lifecycle import BackgroundService
@@ -112,8 +114,9 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
     ) -> None:
         self._store = store
         self._councils = councils
-        """The councils as they stand (the architect is the ARCHITECT council's first member);
-        None: ``options.architect_agent`` chooses."""
+        """The councils as they stand: a starting deliberation takes its seats from its role's
+        council, and the architect is the ARCHITECT council's first member. None: the default
+        agents, and ``options.architect_agent`` chooses."""
         self._context = context
         """Builds a story deliberation's context for its prompts (``dispatchers.context``)."""
         self._feed = feed
@@ -270,8 +273,15 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         only spent calls; its successor makes them again (a call is idempotent by its key).
         """
         if d.status is DeliberationStatus.PENDING:
-            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, start_change))
-            d.start()  # the same command on our copy (never saved): its agents, its status
+            # The council as it stands now: recorded in Started, so later changes to the council
+            # never reach this deliberation (nor its history).
+            council = None if self._councils is None else await self._councils.council(d.role.value)
+            change = start_change
+            seating = seat(council, d.num_agents)
+            if seating is not None:
+                change = functools.partial(start_seated, seating=seating)
+            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, change))
+            change(d)  # the same command on our copy (never saved): its agents, its status
             d.collect_events()
         await self._drive(d)
 

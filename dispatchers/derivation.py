@@ -22,7 +22,8 @@ import asyncio
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -34,6 +35,7 @@ from aggregates.derivation import (
     Derivation,
     derivation_id,
 )
+from application.councils import CouncilAgentView
 from application.ports import RecordStore
 from dispatchers.plans import PlanDeliberationStore
 
@@ -148,9 +150,13 @@ async def derive_subtasks(
     *,
     sampling: Sampling,
     timeout_s: float,
+    members: Mapping[str, CouncilAgentView] | None = None,
 ) -> tuple[Derivation, bool]:
     """The recorded derivation for ``request``: (it, derived now?). A retry returns the stored
     one without asking the councils again.
+
+    ``members``: who answers for each role (its council's first member, with its model and
+    endpoint); a role without one is asked as ``<role>-agent-1`` with ``sampling``.
 
     Raises:
         InvalidDeliberationError: an unknown role, or a ``max_tasks_per_role`` out of range.
@@ -169,13 +175,18 @@ async def derive_subtasks(
         pass
 
     async def ask(role: str) -> list[str]:
+        member = (members or {}).get(role)
+        agent_id, how = f"{role.lower()}-agent-1", sampling
+        if member is not None:
+            agent_id = member.agent_id
+            how = replace(sampling, model=member.model or sampling.model, endpoint=member.endpoint)
         turn = AgentTurn(
             deliberation_id=str(d_id),
-            agent_id=f"{role.lower()}-agent-1",
+            agent_id=agent_id,
             role=role,
             round=0,
             task=_prompt(plan, role, limit),
-            sampling=sampling,
+            sampling=how,
             timeout_s=timeout_s,
         )
         try:

@@ -42,7 +42,7 @@ from aggregates import (
 from application.ports import DeliberationStore
 from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
 from dispatchers.context import ContextSource
-from dispatchers.councils import Councils
+from dispatchers.councils import Councils, Seating
 
 ACCEPTANCE_TESTS_KEY = "acceptance_tests"
 """The key of ``TaskConstraints.metadata`` that carries a task's acceptance tests (the seed's
@@ -50,7 +50,14 @@ clients can send them there; ``fleet deliberate --tests`` does)."""
 
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
 
-__all__ = ["DeliberationProtocol", "DispatcherOptions", "retrieved", "start_change", "utc_now"]
+__all__ = [
+    "DeliberationProtocol",
+    "DispatcherOptions",
+    "retrieved",
+    "start_change",
+    "start_seated",
+    "utc_now",
+]
 
 
 def utc_now() -> datetime:
@@ -296,8 +303,17 @@ class DeliberationProtocol(ArchitectStep):
         o = self._options
         if self._sampling is not None:
             base = self._sampling(d.role.value, index, o.model)
-            return Sampling(base.model, base.temperature, base.seed, base.persona, o.max_tokens)
-        return o.councils.sampling(d.role.value, index, o.model, o.max_tokens)
+            sampling = Sampling(base.model, base.temperature, base.seed, base.persona, o.max_tokens)
+        else:
+            sampling = o.councils.sampling(d.role.value, index, o.model, o.max_tokens)
+        place = d.seats.get(agent)  # the council member recorded in Started: never today's
+        if not place:
+            return sampling
+        return replace(
+            sampling,
+            model=place.get("model") or sampling.model,
+            endpoint=place.get("endpoint", ""),
+        )
 
     async def _turn(
         self, d: Deliberation, agent: AgentId, round_no: int, rate_after: tuple[str, ...] = ()
@@ -526,6 +542,12 @@ def _decision(d: Deliberation) -> list[Callable[[Deliberation], None]]:
 
 def start_change(d: Deliberation) -> Deliberation:
     d.start()  # idempotent: a no-op once started, or closed
+    return d
+
+
+def start_seated(d: Deliberation, *, seating: Seating) -> Deliberation:
+    """Start with the council's members (``councils.seat``), recorded in Started."""
+    d.start(seating.agents, seats=seating.seats, council_version=seating.council_version)
     return d
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from agent_runtime.api import AgentRuntime, Sampling
 from aggregates import Role
 from application.app import FleetApplication
+from application.council_store import CouncilEventStore
 from application.feed import ApplicationEventFeed
 from application.listing import DeliberationListing
 from application.queries import (
@@ -111,6 +112,7 @@ class FleetNode:
         self._tasks: list[asyncio.Task[None]] = []
         self.app: FleetApplication | None = None
         self.store: ApplicationDeliberationStore | None = None
+        self.councils: CouncilEventStore | None = None
         self.queries: DeliberationQueries | None = None
         self.runners: list[ProjectorRunner] = []
         self.projections: Projections | None = None
@@ -153,6 +155,7 @@ class FleetNode:
             if api_first:
                 await self._open_api()
             await self._stage("event store (JetStream)", self._start_event_store)
+            await self._stage("councils", self._start_councils)
             board, graph = None, None
             if runs & {"api", "projectors", "web"}:
                 board, graph = await self._stage("projections", self._start_projections)
@@ -175,6 +178,7 @@ class FleetNode:
                     runtime=TracedAgentRuntime(runtime, self.traces),
                     nats_url=self.endpoints.nats_url,
                     model=self.endpoints.model,
+                    councils=self.councils,
                 )
                 dispatcher = parts.dispatcher
                 self.servers["dispatcher"] = dispatcher
@@ -228,6 +232,20 @@ class FleetNode:
         # Runs before app.close (newest first) and after the API, dispatcher and projections
         # stop: the snapshots that updates in flight call for are taken, not lost with the store.
         self._stack.push_async_callback(self.store.drain)
+
+    async def _start_councils(self) -> None:
+        """Apply the configured councils as events (once per configuration), then keep the
+        councils' view fresh from the feed for the API and the dispatcher."""
+        from fleet.council_config import configured_councils
+
+        assert self.app is not None
+        councils = CouncilEventStore(self.app, ApplicationEventFeed(self.app))
+        changed = await councils.apply_configuration(configured_councils(self.settings))
+        if changed:
+            log.info("councils configured: %s", ", ".join(changed))
+        await councils.start()
+        self._stack.push_async_callback(councils.close)
+        self.councils = councils
 
     async def _start_projections(self) -> tuple[StatusBoard | None, GraphReader | None]:
         import nats
@@ -447,6 +465,8 @@ class FleetNode:
                 Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
                 s.agent_call_timeout,
             ),
+            councils=self.councils,
+            council_admin=self.councils,
         )
 
     async def _start_api(self, graph: GraphReader | None) -> None:
@@ -474,7 +494,9 @@ class FleetNode:
         if s.api_token == "" and s.web_host not in ("127.0.0.1", "localhost", "::1"):
             log.warning("web console on %s without FLEET_API_TOKEN: anyone who reaches it can "
                         "act on deliberations", s.web_host)  # fmt: skip
-        console = WebConsole(await self._api_services(graph), token=s.api_token)
+        console = WebConsole(
+            await self._api_services(graph), token=s.api_token, councils=self.councils
+        )
         context = None
         if s.tls_cert_file is not None and s.tls_key_file is not None:
             context = server_context(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)

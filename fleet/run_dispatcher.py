@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_runtime.api import AgentRuntime
+from application.councils import CouncilDirectory
 from application.ports import EventFeed
 from dispatchers.context import StoreContextSource
 from dispatchers.councils import Councils, parse_councils
@@ -79,10 +80,12 @@ async def start_dispatch(
     runtime: AgentRuntime,
     nats_url: str,
     model: str,
+    councils: CouncilDirectory | None = None,
 ) -> DispatchParts:
     """Start the dispatchers (and their NATS parts) on ``stack``; they stop in reverse.
 
-    ``feed_factory`` gives each dispatcher an event feed of its own.
+    ``feed_factory`` gives each dispatcher an event feed of its own; ``councils`` is where a
+    starting deliberation takes its agents from (None: the default agent ids).
     """
     s = settings
     work_queue = None
@@ -104,6 +107,7 @@ async def start_dispatch(
         ),
         work_queue=work_queue,
         context=StoreContextSource(store),
+        councils=councils,
     )
     await stack.enter_async_context(dispatcher)
     plans = PlanDispatcher(store, feed_factory(), options=plan_options(s))

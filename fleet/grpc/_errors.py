@@ -12,6 +12,7 @@ import grpc
 from eventsourcing.persistence import OperationalError
 
 from aggregates import (
+    CouncilStateError,
     DeliberationClosedError,
     DuplicateProposalError,
     InvalidDeliberationError,
@@ -35,6 +36,7 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     QueryRefusedError: grpc.StatusCode.INVALID_ARGUMENT,
     DeliberationNotFoundError: grpc.StatusCode.NOT_FOUND,
     DeliberationClosedError: grpc.StatusCode.FAILED_PRECONDITION,
+    CouncilStateError: grpc.StatusCode.FAILED_PRECONDITION,
     DuplicateProposalError: grpc.StatusCode.ALREADY_EXISTS,
     UnknownAgentError: grpc.StatusCode.INVALID_ARGUMENT,
     OperationalError: grpc.StatusCode.UNAVAILABLE,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
+from application.council_store import CouncilEventStore
 from application.councils import CouncilDirectory, CouncilView
 from application.listing import DeliberationListing
 from application.queries import DeliberationQueries
@@ -45,7 +46,11 @@ class ApiServices:
     plan_options: PlanOptions = field(default_factory=PlanOptions)
     """How ApprovePlan shapes a plan's deliberations (as the plan dispatcher does)."""
     councils: CouncilDirectory | None = None
-    """The councils as they stand (event-sourced); None: ``startup_councils`` are read instead."""
+    """The councils as they stand now (from the events), for every RPC that reads them; None:
+    ``startup_councils`` are read instead."""
+    council_admin: CouncilEventStore | None = None
+    """Council writes (CreateCouncil, RegisterAgent, ...); the same store as ``councils`` in a
+    node."""
     startup_councils: tuple[CouncilView, ...] = ()
     """The councils of the start-up configuration (``dispatchers.councils.startup_councils``)."""
     stats: StatsFollower | None = None

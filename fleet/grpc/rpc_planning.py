@@ -102,6 +102,8 @@ class PlanningRpcs:
         except PlanNotFoundError:
             raise InvalidDeliberationError("plan_id", f"{plan_key!r} was never approved") from None
         st = request.strategy
+        councils = await s.councils.list_councils() if s.councils is not None else []
+        members = {c.role: c.agents[0] for c in councils if c.agents}
         derivation, _ = await derive_subtasks(
             records,
             runtime,
@@ -115,6 +117,7 @@ class PlanningRpcs:
             ),
             sampling=s.derivation.sampling,
             timeout_s=s.derivation.timeout_s,
+            members=members,
         )
         if st.auto_publish_to_nats:
             o = s.plan_options

@@ -20,6 +20,7 @@ from application.errors import ServiceUnavailableError
 from fleet.grpc._auth import OPEN_SERVICES, refusing
 from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_context import ContextRpcs
+from fleet.grpc.rpc_councils import CouncilRpcs
 from fleet.grpc.rpc_deliberations import DeliberationRpcs
 from fleet.grpc.rpc_history import HistoryRpcs
 from fleet.grpc.rpc_orchestration import OrchestrationRpcs
@@ -52,6 +53,7 @@ class OrchestratorServicer(
     SeedStatusRpcs,
     PlanningRpcs,
     ContextRpcs,
+    CouncilRpcs,
     pb_grpc.OrchestratorServiceServicer,
 ):
     """The service, one mixin per group of RPCs (``rpc_*.py``); an RPC not yet implemented

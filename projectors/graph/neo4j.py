@@ -48,6 +48,7 @@ CONSTRAINTS = (
     "CREATE CONSTRAINT fleet_deliberation_id IF NOT EXISTS "
     "FOR (n:Deliberation) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_agent_id IF NOT EXISTS FOR (n:Agent) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT fleet_council_id IF NOT EXISTS FOR (n:Council) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_proposal_id IF NOT EXISTS FOR (n:Proposal) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_event_id IF NOT EXISTS FOR (n:Event) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT fleet_projection_name IF NOT EXISTS "

@@ -6,6 +6,10 @@ Model (labels and relationship types below are the contract users write Cypher a
     (:Agent {id, role, model})-[:PROPOSED]->(:Proposal {id, round, content, score, late, ...})
     (:Deliberation)-[:HAS_PROPOSAL]->(:Proposal)      (:Deliberation)-[:WON_BY]->(:Proposal)
     (:Deliberation)-[:HAD_EVENT]->(:Event {id, seq, type, at, version, agent_id, detail})
+    (:Council {id, role, status, model, endpoint, rounds, version, updated_at})
+    (:Agent)-[:MEMBER_OF {since, until, model, endpoint}]->(:Council)   one link per membership
+    (:Council)-[:CONVENED {version}]->(:Deliberation)     the council a deliberation started with
+    (:Agent)-[:SAT_IN {seat}]->(:Deliberation)            the member in each of its seats
 
 Statements stay in the subset both Neo4j 5 and LadybugDB accept: ``CREATE`` with a property map,
 ``MERGE`` on the key property only, ``SET`` for the rest, one ``MATCH`` per node, parameters for
@@ -36,9 +40,9 @@ from datetime import datetime
 from functools import singledispatch
 from typing import Any
 
-from aggregates import Deliberation
+from aggregates import Council, Deliberation, Role, council_id
 from aggregates.values import MAX_ROUNDS
-from projectors.events import is_deliberation_event
+from projectors.events import is_council_event, is_deliberation_event
 
 __all__ = [
     "LAST",
@@ -56,8 +60,18 @@ __all__ = [
     "statements_for",
 ]
 
-NODE_LABELS = ("Plan", "Deliberation", "Agent", "Proposal", "Event", "Projection")
-REL_TYPES = ("SPAWNED", "HAS_PROPOSAL", "PROPOSED", "WON_BY", "HAD_EVENT", "CRITIQUED")
+NODE_LABELS = ("Plan", "Deliberation", "Agent", "Proposal", "Event", "Council", "Projection")
+REL_TYPES = (
+    "SPAWNED",
+    "HAS_PROPOSAL",
+    "PROPOSED",
+    "WON_BY",
+    "HAD_EVENT",
+    "CRITIQUED",
+    "MEMBER_OF",
+    "CONVENED",
+    "SAT_IN",
+)
 
 
 ORDERED = "ordered"
@@ -304,6 +318,8 @@ def statements_for(event: object, position: int) -> list[Statement]:
     (an event class added to the aggregate later is projected as a timeline entry until a
     statement is registered for it below).
     """
+    if is_council_event(event):
+        return council_statements(event)
     if not is_deliberation_event(event):
         return []
     e: Any = event
@@ -370,7 +386,14 @@ def _in_progress(base: dict[str, Any]) -> Statement:
 
 @_statements.register
 def _(e: Deliberation.Started, base: dict[str, Any]) -> list[Statement]:
-    return [_in_progress(base), *(_agent(base, a) for a in e.agents)]
+    out = [_in_progress(base), *(_agent(base, a) for a in e.agents)]
+    if e.seats:  # version 2: the council it started with (version 1 recorded none)
+        d = {"id": base["id"], "version": e.council_version}
+        out.append(Statement(_CONVENED, d))
+        for seat, place in sorted(e.seats.items()):
+            member = {"id": base["id"], "agent_id": place.get("member") or seat, "seat": seat}
+            out += [Statement(_MEMBER_AGENT, member), Statement(_SAT_IN, member)]
+    return out
 
 
 @_statements.register
@@ -498,3 +521,140 @@ def _(e: Deliberation.CritiqueReceived, base: dict[str, Any]) -> list[Statement]
         reads = (_props(base["id"], reviewer), _props(base["id"], target))
         out.append(_row(cypher, params, node="critique", reads=reads))
     return out
+
+
+# ---------------------------------------------------------------- councils
+#
+# Councils change rarely: their rows name no reads or writes, so a batch keeps them in stream
+# order after everything before them (``projectors.graph.batch``).
+
+_COUNCIL = """
+UNWIND $rows AS r
+MERGE (c:Council {id: r.id})
+SET c.role = r.role, c.status = r.status, c.model = r.model, c.endpoint = r.endpoint,
+    c.rounds = r.rounds
+"""
+_COUNCIL_TOUCH = """
+UNWIND $rows AS r
+MATCH (c:Council {id: r.id}) SET c.version = r.version, c.updated_at = r.at
+"""
+_COUNCIL_STATUS = "UNWIND $rows AS r MATCH (c:Council {id: r.id}) SET c.status = r.status"
+_MEMBER_AGENT = """
+UNWIND $rows AS r
+MATCH (d:Deliberation {id: r.id})
+MERGE (a:Agent {id: r.agent_id})
+SET a.role = d.role
+"""
+_REGISTERED_AGENT = """
+UNWIND $rows AS r
+MERGE (a:Agent {id: r.agent_id})
+SET a.role = r.role
+"""
+_JOINED = """
+UNWIND $rows AS r
+MATCH (a:Agent {id: r.agent_id})
+MATCH (c:Council {id: r.id})
+CREATE (a)-[:MEMBER_OF {since: r.at, until: '', model: r.model, endpoint: r.endpoint}]->(c)
+"""
+_RECONFIGURED = """
+UNWIND $rows AS r
+MATCH (a:Agent {id: r.agent_id})-[m:MEMBER_OF]->(c:Council {id: r.id})
+WHERE m.until = ''
+SET m.model = r.model, m.endpoint = r.endpoint
+"""
+_LEFT = """
+UNWIND $rows AS r
+MATCH (a:Agent {id: r.agent_id})-[m:MEMBER_OF]->(c:Council {id: r.id})
+WHERE m.until = ''
+SET m.until = r.at
+"""
+_ALL_LEFT = """
+UNWIND $rows AS r
+MATCH (a:Agent)-[m:MEMBER_OF]->(c:Council {id: r.id})
+WHERE m.until = ''
+SET m.until = r.at
+"""
+_CONVENED = """
+UNWIND $rows AS r
+MATCH (d:Deliberation {id: r.id})
+MATCH (c:Council)
+WHERE c.role = d.role
+CREATE (c)-[:CONVENED {version: r.version}]->(d)
+"""
+_SAT_IN = """
+UNWIND $rows AS r
+MATCH (a:Agent {id: r.agent_id})
+MATCH (d:Deliberation {id: r.id})
+CREATE (a)-[:SAT_IN {seat: r.seat}]->(d)
+"""
+
+
+def council_statements(event: object) -> list[Statement]:
+    """A council event's statements: the Council node, and memberships opened and closed."""
+    e: Any = event
+    base = {"id": str(e.originator_id), "at": _at(e.timestamp)}
+    body = _council_statements(event, base)
+    touch = Statement(_COUNCIL_TOUCH, {**base, "version": e.originator_version})
+    return [*body, touch] if body or isinstance(e, Council.Event) else []
+
+
+@singledispatch
+def _council_statements(event: object, base: dict[str, Any]) -> list[Statement]:
+    return []  # a council event the graph does not model: the node's version moves only
+
+
+def _settings_row(e: Any, base: dict[str, Any], role: str) -> Statement:
+    params = {
+        **base,
+        "role": role,
+        "status": "active",
+        "model": e.model,
+        "endpoint": e.endpoint,
+        "rounds": e.deliberation_rounds,
+    }
+    return Statement(_COUNCIL, params)
+
+
+@_council_statements.register
+def _(e: Council.Created, base: dict[str, Any]) -> list[Statement]:
+    return [_settings_row(e, base, e.role)]
+
+
+@_council_statements.register
+def _(e: Council.Recreated, base: dict[str, Any]) -> list[Statement]:
+    return [_settings_row(e, base, _council_role(e))]
+
+
+def _council_role(e: Any) -> str:
+    return next((r.value for r in Role if council_id(r.value) == e.originator_id), "")
+
+
+@_council_statements.register
+def _(e: Council.AgentRegistered, base: dict[str, Any]) -> list[Statement]:
+    params = {
+        **base,
+        "agent_id": e.agent_id,
+        "role": _council_role(e),
+        "model": e.model,
+        "endpoint": e.endpoint,
+    }
+    return [Statement(_REGISTERED_AGENT, params), Statement(_JOINED, params)]
+
+
+@_council_statements.register
+def _(e: Council.AgentReconfigured, base: dict[str, Any]) -> list[Statement]:
+    params = {**base, "agent_id": e.agent_id, "model": e.model, "endpoint": e.endpoint}
+    return [Statement(_RECONFIGURED, params)]
+
+
+@_council_statements.register
+def _(e: Council.AgentUnregistered, base: dict[str, Any]) -> list[Statement]:
+    return [Statement(_LEFT, {**base, "agent_id": e.agent_id})]
+
+
+@_council_statements.register
+def _(e: Council.Deleted, base: dict[str, Any]) -> list[Statement]:
+    return [
+        Statement(_ALL_LEFT, base),
+        Statement(_COUNCIL_STATUS, {**base, "status": "deleted"}),
+    ]

@@ -8,7 +8,8 @@ The graph: everything ``projectors.graph.statements`` writes for a deliberation:
 properties, SPAWNED from its Plan, WON_BY, each proposal on time or late with every property and
 its HAS_PROPOSAL and PROPOSED links, each CRITIQUED link with its properties, and its timeline
 (one Event per event, with stream sequence, type, time, version, agent and detail, linked by
-HAD_EVENT); and the shared Agent and Plan nodes. What no event explains is a difference too.
+HAD_EVENT); the shared Agent and Plan nodes; and the councils (each Council node and every
+membership over time, ``_councils``). What no event explains is a difference too.
 Expectations come from the log, not from the statements: the replay gives the state, the events
 what the aggregate does not keep (each event's sequence and time, late proposals, when a critique
 was made). A difference names the deliberation, the node or link, the field, and both values.

@@ -13,6 +13,7 @@ from application.views import DeliberationView
 from projectors.cache.board import DeliberationBoard
 from projectors.graph.port import DecisionGraph
 from projectors.verify._cache_diff import cache_diff
+from projectors.verify._councils import council_differences, read_councils
 from projectors.verify._graph_diff import shared_diff, side_diff
 from projectors.verify._graph_expected import expected_graph
 from projectors.verify._graph_read import Side, graph_versions, read_graph
@@ -48,8 +49,10 @@ def verify(
     after = dict(before)
     found: dict[str, Side] = {}
     shared: Side = {}
+    councils: Side = {}
     if graph is not None:
         found, shared = read_graph(graph, None)
+        councils = read_councils(graph)
         after["graph"] = graph.position(graph_name)
     views: dict[UUID, DeliberationView | None] = {}
     if board is not None:
@@ -81,4 +84,5 @@ def verify(
             report.differences += differences_of("graph", log, stray, list(side_diff(side, {})))
         lo, hi = before["graph"], after["graph"]
         report.differences += shared_diff(shared, log, lo, hi)
+        report.differences += council_differences(councils, log, lo, hi)
     return report

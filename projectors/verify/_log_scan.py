@@ -12,7 +12,7 @@ from uuid import UUID
 from eventsourcing.application import Application, project_aggregate
 from eventsourcing.utils import get_topic
 
-from aggregates import Deliberation
+from aggregates import Council, Deliberation, Role, council_id
 
 _PAGE = 1000
 
@@ -49,6 +49,8 @@ class Log:
         default_factory=lambda: defaultdict(list)
     )
     """``Agent[<id>]``, ``Plan[<id>]``: (position, the node's values from then on, deliberation)."""
+    councils: list[tuple[int, Any]] = field(default_factory=list)
+    """Every council event, with its stream position, in stream order."""
     _roles: dict[str, str] = field(default_factory=dict)
 
     def history(self, d_id: str) -> History:
@@ -64,6 +66,7 @@ class Log:
 
     def extend(self, app: Application[Any], stop: int) -> None:
         prefix = get_topic(Deliberation) + "."
+        council_prefix = get_topic(Council) + "."
         while self.read_to < stop:
             page = app.recorder.select_notifications(self.read_to + 1, _PAGE, stop=stop)
             if not page:
@@ -75,6 +78,10 @@ class Log:
                     history.positions.append(n.id)
                     history.events.append(event)
                     self._share(event, n.id)
+                elif n.topic.startswith(council_prefix):
+                    council_event = app.mapper.to_domain_event(n)
+                    self.councils.append((n.id, council_event))
+                    self._share_member(council_event, n.id)
             self.read_to = page[-1].id
 
     def _share(self, e: Any, position: int) -> None:
@@ -88,7 +95,8 @@ class Log:
         agents: list[str] = []
         model: str | None = None
         if isinstance(e, Deliberation.Started):
-            agents = list(e.agents)
+            members = [str(p.get("member") or a) for a, p in sorted(e.seats.items())]
+            agents = list(dict.fromkeys([*e.agents, *members]))
         elif isinstance(e, Deliberation.ProposalReceived):  # revisions too
             agents, model = [e.agent_id], e.model
         elif isinstance(e, Deliberation.LateProposalReceived | Deliberation.AgentFailed):
@@ -100,3 +108,13 @@ class Log:
             if model is not None:
                 held["model"] = model
             values.append((position, held, d_id))
+
+    def _share_member(self, e: Any, position: int) -> None:
+        """A registered agent's Agent node takes its council's role (the statements' MERGE)."""
+        if not isinstance(e, Council.AgentRegistered):
+            return
+        role = next((r.value for r in Role if council_id(r.value) == e.originator_id), None)
+        values = self.shared[f"Agent[{e.agent_id}]"]
+        held: Record = dict(values[-1][1]) if values else {"role": None, "model": None}
+        held["role"] = role
+        values.append((position, held, ""))

@@ -40,7 +40,7 @@ async def test_a_dispatcher_killed_mid_selection_is_finished_by_the_next_once(
     store = ApplicationDeliberationStore(app)
     script = {ARCHITECT_ASK: '{"winner": "A", "rationale": "asked again, answered once"}'}
     async with LoadGenServer("scripted", script=script) as lg:
-        lg.modes_by_user["architect-agent-1"] = "hang"
+        lg.modes_by_user["agent-architect-001"] = "hang"
         env = dispatcher_env(nats_url, nats_env["NATS_STREAM"], lg.url, backend)
         first = FleetProcess(tmp_path / "d1", "dispatcher", env)
         procs = [first]
@@ -53,7 +53,7 @@ async def test_a_dispatcher_killed_mid_selection_is_finished_by_the_next_once(
             d_id = deliberation_id(task)
 
             def architect_asked() -> bool:
-                return any(r.get("user") == "architect-agent-1" for r in lg.requests)
+                return any(r.get("user") == "agent-architect-001" for r in lg.requests)
 
             await eventually(architect_asked, timeout=60, what="the architect is asked")
             first.kill()
@@ -61,7 +61,7 @@ async def test_a_dispatcher_killed_mid_selection_is_finished_by_the_next_once(
             assert before.count("ProposalScored") == 3
             assert "ArchitectSelected" not in before and "Completed" not in before
 
-            lg.modes_by_user.pop("architect-agent-1")  # the architect answers from now on
+            lg.modes_by_user.pop("agent-architect-001")  # the architect answers from now on
             proposals = sum(r.get("user", "").startswith("dev-agent") for r in lg.requests)
             procs.append(FleetProcess(tmp_path / "d2", "dispatcher", env))
             await asyncio.to_thread(procs[-1].wait_ready)

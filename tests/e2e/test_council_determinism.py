@@ -81,9 +81,9 @@ async def test_each_proposal_event_records_its_agents_sampling(
 
     events = await stored_events(nats_url, settings.stream, deliberation_id("det"))
     proposals = {e["agent_id"]: e for name, e in events if name == "ProposalReceived"}
-    assert sorted(proposals) == ["dev-agent-1", "dev-agent-2", "dev-agent-3"]
+    assert sorted(proposals) == ["agent-dev-001", "agent-dev-002", "agent-dev-003"]
     for i, spec in enumerate(COUNCIL):
-        agent = f"dev-agent-{i + 1}"
+        agent = f"agent-dev-{i + 1:03d}"
         recorded = proposals[agent]
         want = (spec["temperature"], spec["seed"], spec["persona"])
         assert (recorded["temperature"], recorded["seed"], recorded["persona"]) == want

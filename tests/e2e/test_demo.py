@@ -25,7 +25,7 @@ from tests.e2e._processes import FLEET, REPO
 
 pytestmark = pytest.mark.timeout(120)
 
-AGENTS = ("dev-agent-1", "dev-agent-2", "dev-agent-3")
+AGENTS = ("agent-dev-001", "agent-dev-002", "agent-dev-003")
 
 
 async def run_fleet_demo(data_dir: Path, llm_url: str) -> str:
@@ -74,7 +74,7 @@ async def test_fleet_demo_prints_result_history_query_and_replayed_timeline(
     history = out.split("Cypher over the history graph (QueryHistory)", 1)[1]
     history = history.split("Replay from JetStream")[0]
     assert HISTORY_QUERY.splitlines()[0] in history and f"task_id={task_id!r}" in history
-    answer_rows = [line for line in history.splitlines() if re.search(r"dev-agent-\d", line)]
+    answer_rows = [line for line in history.splitlines() if re.search(r"agent-dev-\d{3}", line)]
     assert len(answer_rows) == 3, history
     assert sum(" true " in row for row in answer_rows) == 1, "one winner in the graph"
     assert any(winner in row and " true " in row for row in answer_rows)

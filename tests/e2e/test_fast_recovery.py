@@ -78,7 +78,7 @@ async def test_a_killed_workers_call_is_running_on_another_worker_within_seconds
 ) -> None:
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
-    async with LoadGenServer("instant", modes_by_user={"dev-agent-1": "hang"}) as lg:
+    async with LoadGenServer("instant", modes_by_user={"agent-dev-001": "hang"}) as lg:
         env = default_env(nats_url, nats_env["NATS_STREAM"], lg.url, FLEET_AGENT_BACKEND="nats")
         env["FLEET_LOCAL_WORKERS"] = "0"
         node = FleetProcess(tmp_path / "d", "dispatcher", env)
@@ -93,7 +93,7 @@ async def test_a_killed_workers_call_is_running_on_another_worker_within_seconds
             await eventually(lambda: serving(workers[1]), timeout=60.0)
             lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
             took = await picked_up_after(
-                workers[0].kill, lambda: turn_calls(lg, "dev-agent-1") == 2
+                workers[0].kill, lambda: turn_calls(lg, "agent-dev-001") == 2
             )
             status = await completed_once(store, d_id)
         finally:
@@ -112,7 +112,7 @@ async def test_a_killed_dispatchers_deliberation_is_driven_again_within_seconds(
     store = ApplicationDeliberationStore(app)
     # Calls hang: the first dispatcher dies holding them (in-process agents die with it), and
     # the second's calls are the only ones that can reach the endpoint after it.
-    agents = {f"dev-agent-{i}": "hang" for i in (1, 2, 3)}
+    agents = {f"agent-dev-{i:03d}": "hang" for i in (1, 2, 3)}
     async with LoadGenServer("instant", modes_by_user=agents) as lg:
         env = default_env(nats_url, nats_env["NATS_STREAM"], lg.url, FLEET_AGENT_RUNTIME="local")
         procs = [FleetProcess(tmp_path / "d1", "dispatcher", env)]

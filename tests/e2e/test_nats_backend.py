@@ -89,7 +89,7 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
     stream = nats_env["NATS_STREAM"]
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
-    async with LoadGenServer("instant", modes_by_user={"qa-agent-2": "fail"}) as lg:
+    async with LoadGenServer("instant", modes_by_user={"agent-qa-002": "fail"}) as lg:
         node = FleetProcess(tmp_path / "up", "dispatcher", backend_env(nats_url, stream, lg.url))
         try:
             run = await asyncio.to_thread(node.wait_ready)
@@ -117,7 +117,7 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
     assert q.status.value == "COMPLETED", (q.status, q.reason, node.tail())
     qevs = list(await store.history(poisoned))
     failed = [e for e in qevs if isinstance(e, Deliberation.AgentFailed)]
-    assert [e.agent_id for e in failed] == ["qa-agent-2"]
+    assert [e.agent_id for e in failed] == ["agent-qa-002"]
     assert "500" in failed[0].error and "attempt 3 of 3" in failed[0].error
     assert sum(isinstance(e, Deliberation.ProposalReceived) for e in qevs) == 2
 
@@ -129,7 +129,7 @@ async def test_fleet_up_on_nats_workers_completes_and_dead_letters_a_poisoned_ag
         )
     finally:
         await nc.close()
-    assert WorkMessage.from_bytes(parked.data or b"").body["agent_id"] == "qa-agent-2"
+    assert WorkMessage.from_bytes(parked.data or b"").body["agent_id"] == "agent-qa-002"
     assert "500" in (parked.headers or {})["Fleet-Dead-Letter-Reason"]
     app.close()
 
@@ -140,7 +140,7 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
     stream = nats_env["NATS_STREAM"]
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
-    async with LoadGenServer("instant", modes_by_user={"dev-agent-1": "hang"}) as lg:
+    async with LoadGenServer("instant", modes_by_user={"agent-dev-001": "hang"}) as lg:
         env = backend_env(nats_url, stream, lg.url, FLEET_LOCAL_WORKERS="0")
         node = FleetProcess(tmp_path / "d", "dispatcher", env)
         first = WorkerProcess(tmp_path / "w1.log", env, "--role", "DEV", "--concurrency", "4")
@@ -148,11 +148,11 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
         try:
             await asyncio.to_thread(node.wait_ready)
             d_id = await request(store, "DEV")
-            # The first worker holds all three turns; dev-agent-1's call hangs at the endpoint.
+            # The first worker holds all three turns; agent-dev-001's call hangs at the endpoint.
             await eventually(
                 lambda: lg.counters.calls >= 3 and lg.counters.answered >= 2, timeout=60.0
             )
-            assert turn_calls(lg, "dev-agent-1") == 1
+            assert turn_calls(lg, "agent-dev-001") == 1
             lg.modes_by_user.clear()  # the endpoint recovers; the worker holding the call dies
             workers.append(WorkerProcess(tmp_path / "w2.log", env, "--role", "DEV"))
             first.kill()
@@ -169,9 +169,13 @@ async def test_a_worker_sigkilled_mid_call_hands_the_call_to_another_worker(
     assert d.status.value == "COMPLETED", (d.status, d.reason, node.tail(), workers[1].tail())
     evs = list(await store.history(d_id))
     received = [e for e in evs if isinstance(e, Deliberation.ProposalReceived)]
-    assert sorted(e.agent_id for e in received) == ["dev-agent-1", "dev-agent-2", "dev-agent-3"]
+    assert sorted(e.agent_id for e in received) == [
+        "agent-dev-001",
+        "agent-dev-002",
+        "agent-dev-003",
+    ]
     assert set(answers(evs).values()) == {1}, "each (agent, round) recorded once"
-    assert turn_calls(lg, "dev-agent-1") == 2, "the killed worker's call was redelivered once"
+    assert turn_calls(lg, "agent-dev-001") == 2, "the killed worker's call was redelivered once"
     app.close()
 
 
@@ -183,7 +187,7 @@ async def test_two_workers_answering_the_same_redelivered_calls_are_recorded_onc
     stream = nats_env["NATS_STREAM"]
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
-    agents = ("dev-agent-1", "dev-agent-2", "dev-agent-3")
+    agents = ("agent-dev-001", "agent-dev-002", "agent-dev-003")
     async with LoadGenServer("instant", delay_s=3.0) as lg:  # slow: the answers are still coming
         env = backend_env(nats_url, stream, lg.url, FLEET_LOCAL_WORKERS="0")
         node = FleetProcess(tmp_path / "d", "dispatcher", env)

@@ -134,10 +134,10 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
         proposals = collections.Counter(
             e.agent_id for e in events if isinstance(e, Deliberation.ProposalReceived)
         )
-        assert proposals == {f"dev-agent-{i}": 1 for i in (1, 2, 3)}
+        assert proposals == {f"agent-dev-{i:03d}": 1 for i in (1, 2, 3)}
         assert took < CALL_TIMEOUT_S, f"took {took:.1f} s: an answer was waited for in vain"
         if backend == "nats" and fault == "restart":  # stored answers are taken, not re-asked
-            assert all(turn_calls(lg, f"dev-agent-{i}") == 1 for i in (1, 2, 3)), logs
+            assert all(turn_calls(lg, f"agent-dev-{i:03d}") == 1 for i in (1, 2, 3)), logs
     app.close()
 
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.timeout(180)
 async def test_a_hanging_endpoint_times_out_with_partial_results(
     tmp_path: Path, ray_session: None, backend: str
 ) -> None:
-    async with LoadGenServer("hang", modes_by_user={"dev-agent-1": "instant"}) as endpoint:
+    async with LoadGenServer("hang", modes_by_user={"agent-dev-001": "instant"}) as endpoint:
         settings = Settings(
             data_dir=tmp_path,
             grpc_port=free_port(),
@@ -52,8 +52,8 @@ async def test_a_hanging_endpoint_times_out_with_partial_results(
 
     assert final.status == pb.DELIBERATION_STATUS_TIMEOUT, final.error_message
     assert 3.0 <= elapsed < 8.0, f"timed out after {elapsed:.1f} s, deadline was 3 s"
-    assert [r.proposal.author_id for r in final.results] == ["dev-agent-1"]
+    assert [r.proposal.author_id for r in final.results] == ["agent-dev-001"]
     assert final.results[0].proposal.content.strip()
-    assert "dev-agent-2" in final.error_message and "dev-agent-3" in final.error_message
-    assert d.missing == ["dev-agent-2", "dev-agent-3"]
+    assert "agent-dev-002" in final.error_message and "agent-dev-003" in final.error_message
+    assert d.missing == ["agent-dev-002", "agent-dev-003"]
     assert d.status.value == "TIMEOUT"

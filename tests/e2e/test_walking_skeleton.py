@@ -86,7 +86,7 @@ async def test_three_proposals_with_model_text_are_in_the_jetstream_stream(
     )
     proposals = [state for name, state in events if name == "ProposalReceived"]
     assert len(proposals) == 3
-    assert {p["agent_id"] for p in proposals} == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
+    assert {p["agent_id"] for p in proposals} == {"agent-dev-001", "agent-dev-002", "agent-dev-003"}
     assert all(p["content"].strip() and p["tokens"] > 0 for p in proposals)
     assert all(p["model"] for p in proposals)
 

@@ -4,7 +4,7 @@ live view, `fleet approve-plan`, list filters, results that name the agents that
 history at a version.
 
 The LLM endpoint is the load generator (a short delay, so a deliberation can be watched while it
-runs; ``qa-agent-2`` always gets HTTP 500): these tests are about the API and the CLI, not about
+runs; ``agent-qa-002`` always gets HTTP 500): these tests are about the API and the CLI, not about
 answers.
 """
 
@@ -33,7 +33,7 @@ from tests.integration.fleet._cli import fleet
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(120)
-FAILING = "qa-agent-2"
+FAILING = "agent-qa-002"
 
 
 @dataclass
@@ -103,12 +103,12 @@ async def test_deliberate_wait_shows_each_agent_live_then_the_result(ops: Ops) -
     assert out.returncode == 0, out.stderr
     screen = _ANSI.sub("", out.stdout)
     for i in (1, 2, 3):  # each agent's row as it moves: proposed while peers rate, then scored
-        assert re.search(rf"^dev-agent-{i}\s+proposed\s+round 1/1, \d+ tokens", screen, re.M)
-        assert re.search(rf"^dev-agent-{i}\s+(scored|winner)\s+\d\.\d\d \(", screen, re.M)
+        assert re.search(rf"^agent-dev-{i:03d}\s+proposed\s+round 1/1, \d+ tokens", screen, re.M)
+        assert re.search(rf"^agent-dev-{i:03d}\s+(scored|winner)\s+\d\.\d\d \(", screen, re.M)
     assert re.search(r"^task live-1\s+generating\s+\S+\s+80%", screen, re.M), screen  # the head
     assert re.search(r"^task live-1\s+complete\s+\S+\s+100%", screen, re.M)
     assert re.search(r"^proposed: round 1/1, \d+ tokens", screen, re.M)  # the step line
-    assert re.search(r"^COMPLETED: winner dev-agent-\d$", screen, re.M)
+    assert re.search(r"^COMPLETED: winner agent-dev-\d{3}$", screen, re.M)
     winner = (await ops.client.result("live-1")).winner_id
     assert f"status COMPLETED  winner {winner}" in screen  # then the result, for people
 
@@ -194,7 +194,7 @@ async def test_a_council_that_lost_an_agent_says_who_and_why(ops: Ops) -> None:
     await ops.client.deliberate("write a CSV parser", task_id="lost-one", role="QA")
     done = await ops.client.wait("lost-one", timeout=60)
     assert done.status == pb.DELIBERATION_STATUS_COMPLETED
-    assert {r.proposal.author_id for r in done.results} == {"qa-agent-1", "qa-agent-3"}
+    assert {r.proposal.author_id for r in done.results} == {"agent-qa-001", "agent-qa-003"}
     assert done.error_message.startswith(f"completed without {FAILING}: ")
     assert "500" in done.error_message
     tags = done.metadata.tags
@@ -235,7 +235,7 @@ async def test_history_at_a_version_is_the_state_then(ops: Ops) -> None:
     assert then.status == pb.DELIBERATION_STATUS_IN_PROGRESS
     assert then.winner_id == ""
     assert sorted(r.proposal.author_id for r in then.results) == [
-        f"dev-agent-{i}" for i in (1, 2, 3)
+        f"agent-dev-{i:03d}" for i in (1, 2, 3)
     ]
     assert all(r.proposal.content and r.rank == 0 and r.score == 0 for r in then.results)
 

@@ -107,7 +107,7 @@ async def test_orchestrate_status_metrics_and_backlog_review(
             tags = dict(got.metadata.tags)
             assert tags["selection"] == "architect", tags
             assert tags["architect_rationale"] == "B is the clearest and correct"
-            assert tags["architect_id"] == "architect-agent-1"
+            assert tags["architect_id"] == "agent-architect-001"
             assert len(got.candidates) == 2 and got.execution_id and got.duration_ms > 0
             labelled = label_candidates(
                 got.execution_id,
@@ -119,11 +119,11 @@ async def test_orchestrate_status_metrics_and_backlog_review(
                 pb.GetDeliberationResultRequest(task_id="orch-1")
             )
             assert result.winner_id == got.winner.proposal.author_id
-            architect_calls = [r for r in lg.requests if r.get("user") == "architect-agent-1"]
+            architect_calls = [r for r in lg.requests if r.get("user") == "agent-architect-001"]
             assert len(architect_calls) == 1  # a real model call, made once
 
             # The architect's endpoint fails: the highest score wins, and the reason is recorded.
-            lg.modes_by_user["architect-agent-1"] = "fail"
+            lg.modes_by_user["agent-architect-001"] = "fail"
             fell = await c.stub.Orchestrate(orchestrate("orch-2", 3))
             tags = dict(fell.metadata.tags)
             assert tags["selection"] == "fallback" and "failed" in tags["fallback_reason"]
@@ -152,7 +152,8 @@ async def test_orchestrate_status_metrics_and_backlog_review(
             assert m.performance.p99_latency_ms == pytest.approx(max(durations), abs=1.0)
             assert m.agents.total_agents == 15 and m.agents.agents_per_role["DEV"] == 3
             assert m.agents.active_agents == 3  # the three DEV agents answered
-            dev = m.councils.health_per_council["council-dev"]
+            listed = await c.stub.ListCouncils(pb.ListCouncilsRequest(role_filter="DEV"))
+            dev = m.councils.health_per_council[listed.councils[0].council_id]
             assert dev.success_rate == 1.0 and dev.available_agents == 3 and dev.status == "active"
             only = await c.stub.GetMetrics(pb.GetMetricsRequest(metric_type="agents"))
             assert not only.HasField("performance") and only.HasField("agents")
@@ -178,10 +179,10 @@ async def test_orchestrate_status_metrics_and_backlog_review(
 
             # The same from the command line, for people and (--json) for scripts.
             address = ("--address", node.endpoints.grpc)
-            lg.modes_by_user.pop("architect-agent-1")
+            lg.modes_by_user.pop("agent-architect-001")
             out = await fleet("orchestrate", FIB_TASK, "--task-id", "orch-cli", *address)
             assert out.returncode == 0, out.stderr
-            assert "chosen by architect-agent-1: B is the clearest and correct" in out.stdout
+            assert "chosen by agent-architect-001: B is the clearest and correct" in out.stdout
             out = await fleet("metrics", "--json", "--type", "performance", *address)
             assert out.returncode == 0, out.stderr
             assert set(json.loads(out.stdout)) == {"performance"}

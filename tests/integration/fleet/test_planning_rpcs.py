@@ -34,7 +34,7 @@ async def test_planning_events_and_subtask_derivation(
 ) -> None:
     script = {ASK: 'Sure:\n["write the CSV writer", "add the download endpoint", "extra"]'}
     async with LoadGenServer("scripted", script=script) as lg:
-        lg.modes_by_user["qa-agent-1"] = "fail"  # QA's council cannot answer: its fallback
+        lg.modes_by_user["agent-qa-001"] = "fail"  # QA's council cannot answer: its fallback
         settings = Settings(
             data_dir=tmp_path,
             nats_url=nats_url,
@@ -84,8 +84,8 @@ async def test_planning_events_and_subtask_derivation(
             derived = await c.stub.DeriveSubtasks(req)
             asks = sum(ASK in str(r["messages"]) for r in lg.requests)
             asked = [r for r in lg.requests if ASK in str(r["messages"])]
-            assert {r["user"] for r in asked} == {"dev-agent-1", "qa-agent-1"}
-            assert sum(r["user"] == "dev-agent-1" for r in asked) == 1  # one call per role
+            assert {r["user"] for r in asked} == {"agent-dev-001", "agent-qa-001"}
+            assert sum(r["user"] == "agent-dev-001" for r in asked) == 1  # one call per role
             tasks = [
                 (t.task_id, t.role, t.description, list(t.dependencies)) for t in derived.tasks
             ]
@@ -122,7 +122,7 @@ async def test_planning_events_and_subtask_derivation(
 
             for task_id in approved.derived_task_ids:
                 await eventually(lambda t=task_id: ended(t), timeout=30, what=f"{task_id} ends")
-            prompts = [str(r["messages"]) for r in lg.requests if r.get("user") == "dev-agent-2"]
+            prompts = [str(r["messages"]) for r in lg.requests if r.get("user") == "agent-dev-002"]
             assert any("Context:" in p and "Story US-9 (phase BUILD)" in p for p in prompts)
             await node.wait_projected()
 

@@ -69,7 +69,7 @@ async def test_stream_starts_a_new_deliberation_and_ends_complete(api: Api) -> N
     updates = await _updates(api.client, "stream-new", start=True)
     keys = _keys(updates)
     assert keys[0] == ("generating", "requested", "")
-    assert {a for s, k, a in keys if k == "assigned"} == {f"dev-agent-{i}" for i in (1, 2, 3)}
+    assert {a for s, k, a in keys if k == "assigned"} == {f"agent-dev-{i:03d}" for i in (1, 2, 3)}
     proposed = [u for u in updates if u.current_step.startswith("proposed")]
     assert len(proposed) == 3 and all(u.partial_result.proposal.content for u in proposed)
     assert sum(1 for _, k, _ in keys if k == "scored") == 3

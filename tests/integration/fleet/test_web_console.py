@@ -324,7 +324,9 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
         await page.screenshot(path=f"{SHOTS}/web-plans.png", clip=TOP)
 
     page = await console.page("#/councils")
-    await page.locator("#no-councils").wait_for()  # this node serves no council directory
+    # the node's own councils: the seed's five, created as events on first start
+    seeded = await page.locator("main .card", has_text="DEV council").inner_text()
+    assert "agent-dev-001" in seeded and "agent-dev-003" in seeded
     web = console.node.servers["web"]
     assert isinstance(web, WebConsole)
     with_councils = WebConsole(web.services, councils=_Councils())

@@ -152,3 +152,44 @@ def test_version_2_proposals_and_revisions_replay_as_not_retried() -> None:
     assert sorted(app.repository.get(d.id).proposals) == [
         (AgentId("dev-agent-1"), r) for r in (0, 1, 2)
     ]
+
+
+def test_version_1_started_events_and_v2_snapshots_replay_with_no_seats() -> None:
+    """Started v2 added the council a deliberation started with (``seats``,
+    ``council_version``), and snapshot state v3 holds them: what was stored before loads with
+    none, and its agents are those it recorded."""
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    d = requested("old-3", task="fib", num_agents=2, rounds=1)
+    app.save(d)
+    v1_state = {
+        "originator_id": {"_type_": "uuid_hex", "_data_": d.id.hex},
+        "originator_version": 2,
+        "timestamp": {"_type_": "datetime_iso", "_data_": datetime.now(tz=UTC).isoformat()},
+        "agents": ["dev-agent-1", "dev-agent-2"],
+    }
+    app.recorder.insert_events(
+        [
+            StoredEvent(
+                originator_id=d.id,
+                originator_version=2,
+                topic=get_topic(Deliberation.Started),
+                state=json.dumps(v1_state).encode(),
+            )
+        ]
+    )
+    old = app.repository.get(d.id)
+    assert (old.agents, old.seats, old.council_version) == (["dev-agent-1", "dev-agent-2"], {}, 0)
+
+    snap = Deliberation.Snapshot.take(old)
+    dropped = ("seats", "council_version", "class_version")
+    state = {k: v for k, v in snap.state.items() if k not in dropped}
+    state["class_version"] = 2
+    from_v2 = Deliberation.Snapshot(
+        originator_id=snap.originator_id,
+        originator_version=snap.originator_version,
+        timestamp=snap.timestamp,
+        topic=snap.topic,
+        state=state,
+    ).mutate(None)
+    assert (from_v2.seats, from_v2.council_version) == ({}, 0)
+    assert from_v2.agents == ["dev-agent-1", "dev-agent-2"]

@@ -271,9 +271,12 @@ async def test_ratings_go_out_while_the_answers_are_written_and_land_after_them(
     async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt):
         d = request(a, "overlap")
         # the peers are asked to rate while no proposal is stored yet
-        await eventually(lambda: len(rt.reviews) == 3, what="three rating requests")
+        # (the answers' writes reach the store on their own tasks: wait for both, gate closed)
+        await eventually(
+            lambda: len(rt.reviews) == 3 and store.held == 3,
+            what="three rating requests while three answer writes wait at the gate",
+        )
         assert len(rt.reviews) == 3
-        assert store.held == 3
         stored = await store.get(d.id)
         assert stored.proposals == {} and stored.rated() == set()  # nothing recorded yet
         # Each reviewer saw its peers' answers, taken from the driver's copy.

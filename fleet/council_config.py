@@ -1,0 +1,26 @@
+"""The councils a node's configuration asks for: the seed's defaults, or ``FLEET_COUNCILS``.
+
+A node applies them as events when it starts (``CouncilEventStore.apply_configuration``): on an
+empty store that creates the seed's councils (5 roles × 3 agents), on a restart with the same
+configuration it records nothing, and a changed ``FLEET_COUNCILS`` is applied as the register,
+unregister and reconfigure events it takes.
+"""
+
+from __future__ import annotations
+
+from application.council_store import DesiredCouncil, seed_councils
+from fleet.config import Settings
+from fleet.run_dispatcher import load_councils
+
+
+def configured_councils(settings: Settings) -> dict[str, DesiredCouncil]:
+    """Every role's council: ``FLEET_COUNCILS`` sets the members (one per listed agent, ids
+    ``agent-<role>-001..``, with the agent's model) of the roles it names; the others keep the
+    seed's three agents.
+
+    Raises:
+        ConfigError / CouncilConfigError: ``FLEET_COUNCILS`` is malformed (names the field).
+    """
+    councils = load_councils(settings.councils)
+    models = {role: [spec.model for spec in specs] for role, specs in councils.by_role.items()}
+    return seed_councils(models)
