@@ -31,7 +31,7 @@ from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
 
-AGENTS = ("dev-agent-1", "dev-agent-2")
+AGENTS = ("agent-dev-001", "agent-dev-002")
 
 
 def _task(name: str, swapped: bool) -> str:
@@ -111,10 +111,10 @@ async def test_the_pass_matrix_is_in_the_result_and_the_graph(client: FleetClien
         r.proposal.author_id: {c.check_type: c for c in r.checks.additional_checks}["cross_exec"]
         for r in done.results
     }
-    assert rows["dev-agent-1"].details["tests:dev-agent-2"] == "1/1"  # right passes wrong's
+    assert rows["agent-dev-001"].details["tests:agent-dev-002"] == "1/1"  # right passes wrong's
     # The wrong fib passes fib(10) == 55 but not fib(0) == 0:
-    assert rows["dev-agent-2"].details["tests:dev-agent-1"] == "1/2"
-    assert done.winner_id == "dev-agent-1"
+    assert rows["agent-dev-002"].details["tests:agent-dev-001"] == "1/2"
+    assert done.winner_id == "agent-dev-001"
 
     async def graph_has_matrix() -> bool:
         _, found, _ = await client.query(
@@ -122,7 +122,7 @@ async def test_the_pass_matrix_is_in_the_result_and_the_graph(client: FleetClien
             "WHERE p.checks IS NOT NULL RETURN p.agent_id AS agent, p.checks AS checks",
             {"id": "pick-matrix"},
         )
-        return len(found) == 2 and all("tests:dev-agent-" in str(r["checks"]) for r in found)
+        return len(found) == 2 and all("tests:agent-dev-" in str(r["checks"]) for r in found)
 
     assert await eventually(graph_has_matrix, timeout=30, what="the matrix in the graph")
 
