@@ -150,6 +150,10 @@ class AssessmentInput:
     """The council's role checks and their weights (``role_checks``); empty: all, weight 1."""
     metadata: Mapping[str, str] = field(default_factory=dict)
     """The task's metadata, for the checks that read it (``sql_dialect``, ``sql_schema``)."""
+    acceptance_tests: str = ""
+    """The task's acceptance tests (pytest-style Python; ``TaskConstraints.metadata
+    ["acceptance_tests"]``): every DEV candidate runs against them in the sandbox, and they gate
+    its score. Peers' tests need no field: they are in the candidates' own text."""
 
 
 @dataclass(frozen=True)

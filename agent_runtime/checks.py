@@ -1,71 +1,96 @@
-"""Executable checks on proposals, and the skeleton score built from them. Pure functions.
-
-The seed's checks were stubs that always passed, so every score tied and agent 1 always won.
-These checks look at the text. Nothing here ever *executes* model output: "dryrun" is
-``compile()`` (parse and byte-compile, no execution), and "lint" is ruff, a real linter, with
-its correctness rules only (``role_checks.python_lint``: ``E9,F``, pyflakes' findings).
+"""Checks on proposals and the score built from them: checks gate, checks rank, peers break ties.
 
 Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
 
 * ``policy``  every role: the answer is non-empty and mentions the requirements; DEV answers must
   also contain a Python code block.
-* ``dryrun``  DEV: every Python code block compiles (``details["mode"] == "compile"``).
-* ``lint``    DEV: ruff finds no error in the compiling blocks (undefined names, misplaced
-  statements, …); unused imports and variables are warnings.
-* role checks (``role_checks``): every role's own tools (shellcheck, hadolint, yamllint, a
-  Kubernetes schema, sqlglot, ruff, the structure of a design, test functions), weighted as
-  the council says; a check that cannot apply says so and does not count.
+* ``lint``    DEV: ruff, a real linter, with its correctness rules (``role_checks.ruff_lint``:
+  ``E9,F``, pyflakes' findings): undefined names, misplaced statements, ... are errors; unused
+  imports and variables are warnings.
+* ``dryrun``  DEV, and any role whose task has acceptance tests (``runs_code``): the *real run*
+  in the sandbox (``sandbox``, ``execution``): the candidate's solution imported as
+  ``solution`` and the task's acceptance tests run against it (``details``: exit code, output
+  tail, passed/failed). With acceptance tests it *gates*
+  (``details["gate"] == "true"``); without, it checks the solution imports. Where no sandbox
+  can run, model code is never executed: ``dryrun`` is ``compile()`` (``details["mode"] ==
+  "compile"``) and ``details["executed"]`` says "not run: <reason>".
+* ``cross_exec`` where ``dryrun`` runs: CodeT's dual agreement: every candidate runs against
+  every peer's tests (blocks with a ``def test_...``); its row of the pass matrix is in
+  ``details`` (``tests:<peer>`` -> passed/total), its score the weighted agreement.
+* role checks (``role_checks``, plugged in by ``role_checks`` below): each role's own tools
+  (shellcheck, hadolint, yamllint, a Kubernetes schema, sqlglot, ruff, the structure of a
+  design, QA's tests, and QA's tests *run* against the task's reference code in the sandbox),
+  each with the council's weight in ``details["weight"]`` (default 1).
+* ``peer_review`` the peers' ratings, when they rated.
 
-Score formula (each check's own score is in [0, 1]):
+A check that cannot apply (no sandbox, no peer tests, no shell block for shellcheck, ...) says
+so (``applicability``: it passes, its message starts "not applicable: ", and
+``details["applicable"] == "false"``): it does not count, neither in the gate nor in the rank.
 
-* requirement coverage ``cov`` = fraction of requirements "mentioned": at least half of a
-  requirement's significant words (4+ letters; all its words when it has none that long) occur
-  in the answer, case-insensitively. No requirements → 1.
-* policy score: empty answer → 0. DEV: ``0.5·has_code + 0.5·cov``. Other roles: ``0.5 + 0.5·cov``.
-* dryrun score: compiling blocks / blocks (0 with no block).
-* lint score: ``max(0, 1/(1 + errors) - 0.05·warnings)`` (0 with no compiling code).
-* total: DEV ``0.3·policy + 0.35·dryrun + 0.35·lint``; other roles ``policy``; then the
-  role checks blend in (``role_checks.blend``: ``0.4·total + 0.6·role`` where any applies).
+Score (each check's score is in [0, 1]; ``score``):
 
-A DEV answer without code therefore scores at most 0.3, and one that compiles and lints clean
-with full coverage scores 1.
+* gate ``g`` = 1 when every applicable gating check (``details["gate"] == "true"``) passed,
+  else 0. ``policy`` gates (an empty answer, or a DEV answer without code, fails it), the
+  acceptance run gates (a candidate that fails any acceptance test is ranked below every
+  candidate that passes them all, whatever its other checks or its peers say), and so does any
+  role check that marks itself a gate (QA's tests that do not import or collect against the
+  reference code).
+* rank ``r`` = the weighted mean of the applicable checks' scores. Weights: ``RANK_WEIGHTS``
+  (policy 0.2, lint 0.2, dryrun 0.3, cross_exec 0.3); a role check weighs
+  ``ROLE_CHECK_WEIGHT`` (0.3, as much as an executed check) times the council's weight for it
+  (``FLEET_COUNCILS`` ``checks``; 1 unless configured, 0 records it without counting); any
+  other check ``DEFAULT_WEIGHT`` (0.2).
+* peers ``p`` = the mean usable rating (neutral 0.5 when none was usable).
+* total = ``0.5·g + 0.4·r + 0.1·p`` when peers rated, else ``0.5·g + 0.5·r``.
 
-Peer ratings (``AssessmentInput.peer_review``): ``peer`` = the mean of the usable ratings the
-candidate received, or a neutral 0.5 when none was usable (recorded in the ``peer_review`` check's
-details with the number of fallbacks). The score becomes ``checks · (0.5 + 0.5·peer)``: the
-executable checks gate (code that does not compile cannot be rescued by praise, it keeps at most
-0.3 of the scale), and the peers rank among the proposals that pass them.
+So the checks decide (``g`` and ``r``), and peers' ratings break what the checks leave level:
+a 0.1 share cannot lift a failing candidate over the gate, and moves a rank only where the
+checks are close. For a role with one applicable role check (QA's ``test_structure``), policy
+and the role check weigh 0.2 : 0.3, i.e. 40 % : 60 %.
+
+Policy details: requirement coverage ``cov`` = fraction of requirements "mentioned" (at least
+half of a requirement's significant words, 4+ letters, occur in the answer); DEV policy score
+``0.5·has_code + 0.5·cov``, other roles ``0.5 + 0.5·cov``. Lint score
+``max(0, 1/(1 + errors) - 0.05·warnings)``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.role_checks import (
-    RoleCheckConfig,
-    ToolUnavailableError,
-    blend,
-    role_checks,
-    ruff_lint,
-)
+from agent_runtime.applicability import is_applicable, not_applicable
+from agent_runtime.execution import execution_checks
+from agent_runtime.qa_run import NAME as TEST_RUN
+from agent_runtime.qa_run import REFERENCE_KEY, test_run_check
+from agent_runtime.role_checks import RoleCheckConfig, ToolUnavailableError, ruff_lint
+from agent_runtime.role_checks import role_checks as checks_of_role
+from agent_runtime.sandbox import DisabledSandbox, Sandbox, SandboxLimits
 from aggregates.values import CheckOutcome
 
 __all__ = [
     "CODE_ROLES",
+    "RANK_WEIGHTS",
+    "ROLE_CHECK_WEIGHT",
     "CodeBlock",
     "LintReport",
+    "applies",
     "assess_candidate",
     "assess_candidates",
     "dryrun_check",
     "extract_code_blocks",
     "lint_check",
     "lint_source",
+    "needs_sandbox",
     "peer_review_check",
     "policy_check",
+    "rank_weight",
     "requirement_coverage",
+    "role_checks",
+    "runs_code",
+    "score",
     "with_peer_reviews",
 ]
 
@@ -75,7 +100,8 @@ CODE_ROLES = frozenset({"DEV"})
 MAX_CODE_CHARS = 64_000
 """Longer code is not compiled: a pathological answer must not stall the scorer."""
 
-WEIGHTS_CODE = {"policy": 0.3, "dryrun": 0.35, "lint": 0.35}
+CHECK_LIMITS = SandboxLimits(cpu_s=5.0, memory_mb=256, processes=64, wall_s=10.0)
+"""What one candidate's run against all the suites may use (``sandbox``)."""
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PY_TAGS = frozenset({"python", "py", "python3", "py3"})
@@ -126,10 +152,8 @@ def _compile_error(code: str) -> str | None:
 
 def lint_source(code: str) -> LintReport:
     """Ruff's correctness findings on ``code`` as one module: errors (undefined names, ``return``
-    outside a function, ``is`` against a literal, …) and warnings (unused imports, …).
+    outside a function, ``is`` against a literal, ...) and warnings (unused imports, ...).
 
-    Replaces a hand-written pass over the compiler's symbol tables: ruff covers all of pyflakes
-    (names used before assignment in a scope, redefinitions, format-string errors) in ~5 ms.
     Ruff missing or failing is reported as a lint error naming the cause, never as clean code.
     """
     try:
@@ -162,10 +186,11 @@ def policy_check(content: str, role: str, requirements: Sequence[str]) -> CheckO
     """Non-empty, mentions the requirements, and (DEV) carries a Python code block."""
     text = content.strip()
     if not text:
-        return CheckOutcome("policy", False, 0.0, "empty proposal", {"violations": "empty"})
+        details = {"violations": "empty", "gate": "true"}
+        return CheckOutcome("policy", False, 0.0, "empty proposal", details)
     coverage, missing = requirement_coverage(text, requirements)
     violations = [f"requirement not mentioned: {r}" for r in missing]
-    details = {"coverage": f"{coverage:.3f}"}
+    details = {"coverage": f"{coverage:.3f}", "gate": "true"}
     if role.upper() in CODE_ROLES:
         has_code = bool(extract_code_blocks(text))
         if not has_code:
@@ -253,24 +278,14 @@ def peer_review_check(candidate: Candidate) -> CheckOutcome:
 
 
 def assess_candidate(
-    candidate: Candidate,
-    role: str,
-    requirements: Sequence[str],
-    *,
-    peer_review: bool = False,
-    role_config: RoleCheckConfig | None = None,
+    candidate: Candidate, role: str, requirements: Sequence[str], *, peer_review: bool = False
 ) -> Assessment:
-    """The checks and the total score of one proposal (formula in the module docstring)."""
-    policy = policy_check(candidate.content, role, requirements)
-    if role.upper() not in CODE_ROLES:
-        checks: tuple[CheckOutcome, ...] = (policy,)
-    else:
-        blocks = extract_code_blocks(candidate.content)
-        checks = (policy, dryrun_check(blocks), lint_check(blocks))
-    checks += tuple(role_checks(role, candidate.content, role_config or RoleCheckConfig()))
-    if peer_review:
-        checks = (*checks, peer_review_check(candidate))
-    return Assessment(candidate.agent_id, _total(checks, role), checks)
+    """The static checks and score of one proposal, executing nothing (no sandbox).
+
+    ``assess_candidates`` with a sandbox is what scoring uses; this is its no-sandbox form.
+    """
+    request = AssessmentInput("", role, "", "", tuple(requirements), (candidate,), peer_review)
+    return assess_candidates(request)[0]
 
 
 def with_peer_reviews(assessment: Assessment, candidate: Candidate, role: str) -> Assessment:
@@ -286,33 +301,119 @@ def with_peer_reviews(assessment: Assessment, candidate: Candidate, role: str) -
     return Assessment(assessment.agent_id, _total(checks, role), checks)
 
 
-def _total(checks: Sequence[CheckOutcome], role: str) -> float:
-    by_type = {c.check_type: c for c in checks}
-    if role.upper() not in CODE_ROLES:
-        total = by_type["policy"].score
-    else:
-        total = sum(WEIGHTS_CODE[t] * by_type[t].score for t in WEIGHTS_CODE)
-    total = blend(total, checks)
-    peers = by_type.get("peer_review")
-    if peers is not None:
-        total *= 0.5 + 0.5 * peers.score
+RANK_WEIGHTS: Mapping[str, float] = {"policy": 0.2, "lint": 0.2, "dryrun": 0.3, "cross_exec": 0.3}
+"""Weights of the applicable base checks in the rank ``r`` (module docstring)."""
+ROLE_CHECK_WEIGHT = 0.3
+"""A role check's weight in the rank per unit of the council's weight for it (default 1): as
+much as an executed check, since it is the role's own field's tool."""
+DEFAULT_WEIGHT = 0.2
+"""The weight of a check not named in ``RANK_WEIGHTS`` that carries no council weight."""
+
+
+def applies(check: CheckOutcome) -> bool:
+    """Whether ``check`` counts in the score (one that could not apply says so)."""
+    return is_applicable(check)
+
+
+def rank_weight(check: CheckOutcome, weights: Mapping[str, float] = RANK_WEIGHTS) -> float:
+    """``check``'s weight in the rank: the council's (``details["weight"]``, role checks) scaled
+    by ``ROLE_CHECK_WEIGHT``, else ``weights``, else ``DEFAULT_WEIGHT``."""
+    configured = check.details.get("weight")
+    if configured is not None:
+        return ROLE_CHECK_WEIGHT * float(configured)
+    return weights.get(check.check_type, DEFAULT_WEIGHT)
+
+
+def score(checks: Sequence[CheckOutcome], weights: Mapping[str, float] = RANK_WEIGHTS) -> float:
+    """The total of the module docstring: ``0.5·g + 0.4·r + 0.1·p`` (``0.5·g + 0.5·r``)."""
+    counted = [c for c in checks if applies(c) and c.check_type != "peer_review"]
+    gate = all(c.passed for c in counted if c.details.get("gate") == "true")
+    total_w = sum(rank_weight(c, weights) for c in counted)
+    rank = sum(rank_weight(c, weights) * c.score for c in counted) / total_w if total_w > 0 else 0.0
+    peers = next((c for c in checks if c.check_type == "peer_review"), None)
+    total = 0.5 * gate + (0.5 * rank if peers is None else 0.4 * rank + 0.1 * peers.score)
     return round(min(max(total, 0.0), 1.0), 4)
 
 
-def assess_candidates(request: AssessmentInput) -> list[Assessment]:
-    """One Assessment per candidate, in the candidates' order.
+def _total(checks: Sequence[CheckOutcome], role: str) -> float:
+    return score(checks)
 
-    Each score depends only on that candidate's text, the role and the requirements, never on
-    its position, so a winner chosen from these scores does not depend on agent order.
-    """
+
+def role_checks(
+    candidate: Candidate,
+    request: AssessmentInput,
+    sandbox: Sandbox | None = None,
+    limits: SandboxLimits = CHECK_LIMITS,
+) -> tuple[CheckOutcome, ...]:
+    """The checks of the role's own field (shell, Dockerfiles, YAML, SQL, tests, structure) for
+    one candidate, with the council's weights (``request.check_weights``) and the task's
+    metadata; QA's tests also run against the task's reference code in ``sandbox``
+    (``qa_run``). Each counts in ``score`` by ``rank_weight``; one that cannot apply says so
+    and does not count."""
     config = RoleCheckConfig(weights=request.check_weights, metadata=request.metadata)
-    return [
-        assess_candidate(
-            c,
-            request.role,
-            request.requirements,
-            peer_review=request.peer_review,
-            role_config=config,
-        )
-        for c in request.candidates
-    ]
+    box = sandbox or DisabledSandbox("no sandbox given")
+
+    def test_run(answer: str, c: RoleCheckConfig) -> CheckOutcome:
+        return test_run_check(answer, c.metadata.get(REFERENCE_KEY, ""), box, limits)
+
+    runners = {TEST_RUN: test_run}
+    return tuple(checks_of_role(request.role, candidate.content, config, runners))
+
+
+def needs_sandbox(request: AssessmentInput) -> bool:
+    """Whether scoring ``request`` runs anything in a sandbox: its candidates' code
+    (``runs_code``) or a QA answer's tests against the task's reference code (``qa_run``)."""
+    return runs_code(request) or (
+        request.role.upper() == "QA" and bool(request.metadata.get(REFERENCE_KEY, "").strip())
+    )
+
+
+def runs_code(request: AssessmentInput) -> bool:
+    """Whether scoring runs the candidates' Python in the sandbox: always for DEV, and for any
+    role whose task brings acceptance tests (a DATA task's functions or queries run against
+    them just as a DEV task's do)."""
+    return request.role.upper() in CODE_ROLES or bool(request.acceptance_tests.strip())
+
+
+def assess_candidates(
+    request: AssessmentInput,
+    sandbox: Sandbox | None = None,
+    limits: SandboxLimits = CHECK_LIMITS,
+) -> list[Assessment]:
+    """One Assessment per candidate, in the candidates' order. Blocks while code runs: call it
+    off the event loop when ``sandbox`` is available.
+
+    A score depends on the candidate's text, the role, the requirements, the acceptance tests
+    and the *set* of peers' tests, never on positions, so the winner does not depend on agent
+    order. Without a (working) ``sandbox`` nothing runs (module docstring).
+    """
+    role = request.role.upper()
+    blocks = {c.agent_id: extract_code_blocks(c.content) for c in request.candidates}
+    executed: Mapping[str, tuple[CheckOutcome, CheckOutcome]] = {}
+    not_run = ""
+    running = runs_code(request)
+    if running:
+        code = {a: [b.code for b in bs] for a, bs in blocks.items()}
+        box = sandbox or DisabledSandbox("no sandbox given")
+        executed, not_run = execution_checks(code, request.acceptance_tests, box, limits)
+    out: list[Assessment] = []
+    for c in request.candidates:
+        checks: tuple[CheckOutcome, ...] = (policy_check(c.content, role, request.requirements),)
+        if running:
+            mine = blocks[c.agent_id]
+            if c.agent_id in executed:
+                dry, cross = executed[c.agent_id]
+            else:
+                dry, cross = dryrun_check(mine), not_applicable("cross_exec", not_run)
+                details = dry.details | {"executed": not_run}
+                if request.acceptance_tests.strip():
+                    details["acceptance"] = f"{not_run} (tests given)"
+                dry = replace(dry, details=details)
+            checks = (*checks, dry, cross)
+            if role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
+                checks = (*checks, lint_check(mine))
+        checks = (*checks, *role_checks(c, request, sandbox, limits))
+        if request.peer_review:
+            checks = (*checks, peer_review_check(c))
+        out.append(Assessment(c.agent_id, _total(checks, role), checks))
+    return out

@@ -38,6 +38,7 @@ from agent_runtime.openai_client import (
 )
 from agent_runtime.prompts import build_messages, join_prefill, prefill_of
 from agent_runtime.reviews import label_candidates, parse_reviews, review_messages, review_schema
+from agent_runtime.sandbox import Sandbox, open_sandbox
 
 __all__ = [
     "CONTINUE_FINAL_MESSAGE",
@@ -98,6 +99,9 @@ class EndpointConfig:
     thinking: str = "auto"
     """How a reasoning model thinks: ``auto``, ``on`` or ``off`` (``openai_client``'s
     ``THINKING_MODES``; ``FLEET_LLM_THINKING``)."""
+    sandbox: str = "auto"
+    """Where model code runs: ``auto``, ``bwrap`` or ``off`` (``sandbox.SANDBOX_MODES``;
+    ``FLEET_SANDBOX``). The member opens it where it runs (the actor's or worker's process)."""
 
 
 class CouncilMember:
@@ -106,11 +110,15 @@ class CouncilMember:
     Args:
         role: the role this member serves (turns of another role are refused: a routing bug).
         endpoint: the model endpoint; the client opens its session on first use.
+        sandbox: where candidates' code runs; by default ``open_sandbox(endpoint.sandbox)``,
+            probed (one tiny run) and logged once per process, here in the process that will
+            run the checks: an actor's or a worker's, never the API's.
     """
 
-    def __init__(self, role: str, endpoint: EndpointConfig) -> None:
+    def __init__(self, role: str, endpoint: EndpointConfig, sandbox: Sandbox | None = None) -> None:
         self.role = role.upper()
         self.endpoint = endpoint
+        self.sandbox = sandbox if sandbox is not None else open_sandbox(endpoint.sandbox)
         self.client = self._new_client(endpoint.url)
         self._clients: dict[str, OpenAIChatClient] = {endpoint.url: self.client}
         self.turns_served = 0
@@ -236,8 +244,9 @@ class CouncilMember:
         )
 
     def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """Executable checks and the skeleton score (``checks.assess_candidates``)."""
-        return assess_candidates(request)
+        """Checks and scores (``checks.assess_candidates``), running DEV candidates in this
+        member's sandbox. Blocks while they run: call it off the event loop."""
+        return assess_candidates(request, self.sandbox)
 
     async def close(self) -> None:
         for client in self._clients.values():
@@ -271,9 +280,9 @@ class LocalAgentRuntime:
         """Nothing to start early: ``assess`` checks on a thread of this process either way."""
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        # Checks are pure and role-aware on their own: no member is needed. On a thread: the
-        # linters are processes, and waiting for them must not hold the loop.
-        return await asyncio.to_thread(assess_candidates, request)
+        # Off the loop: DEV candidates run in the sandbox (tens of ms each), and the role
+        # checks' linters are processes whose waits must not hold the loop.
+        return await asyncio.to_thread(self._member(request.role).assess, request)
 
     async def close(self) -> None:
         await asyncio.gather(*(m.close() for m in self._members.values()))

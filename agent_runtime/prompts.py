@@ -37,8 +37,10 @@ __all__ = [
 
 ROLE_PROMPTS: Mapping[str, str] = {
     "DEV": (
-        "You are a senior Python developer. Answer with a short plan and the code in one "
-        "```python block. The code must compile and use only names it defines or imports."
+        "You are a senior Python developer. Answer with the code in one ```python block. The "
+        "code must compile and use only names it defines or imports. After the code, in the "
+        "same block, write two or three pytest tests (def test_...: with plain asserts) of what "
+        "the task asks; they are run against the other developers' code too."
     ),
     "QA": (
         "You are a QA engineer. Answer with a short test strategy and concrete test cases "
@@ -190,7 +192,7 @@ def build_messages(turn: AgentTurn) -> list[ChatMessage]:
             said = "\n".join(f"- {clip(c, PEER_CHARS // 2)}" for c in turn.critiques if c.strip())
             own += f"What reviewers said about your proposal:\n{said}\n\n" if said else ""
         ask = (
-            "Write your complete revised code, keeping what is best from all of them."
+            "Write your complete revised code and its tests, keeping what is best from all of them."
             if prefill == CODE_PREFILL
             else "First critique each other proposal in one line. Then write your complete "
             "revised proposal, keeping what is best from all of them."

@@ -52,9 +52,10 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import assess_candidates, with_peer_reviews
+from agent_runtime.checks import assess_candidates, needs_sandbox, with_peer_reviews
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
+from agent_runtime.sandbox import DisabledSandbox
 
 __all__ = ["ActorStats", "AgentActor", "RayAgentRuntime", "pool_index"]
 
@@ -65,6 +66,9 @@ DRIVER_GRACE_S = 5.0
 client enforces the turn's deadline; this only catches a stuck or dead actor)."""
 PRECHECK_TIMEOUT_S = 30.0
 """How long an early check on an actor may take before ``assess`` checks in this process."""
+_NOT_HERE = DisabledSandbox(
+    "the agent runtime's actor did not check it; the dispatcher never runs model code"
+)
 PRECHECKS_KEPT = 4096
 """Early checks kept for an ``assess`` that has not come (yet): the oldest go first."""
 
@@ -134,8 +138,9 @@ class AgentActor:
         return await self._early.review(request)
 
     async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """The executable checks, here rather than on the caller's loop (``precheck``)."""
-        return self._member.assess(request)
+        """The checks, here rather than on the caller's loop (``precheck``), and off this
+        actor's loop: DEV candidates run in the sandbox while the actor's turns go on."""
+        return await asyncio.to_thread(self._member.assess, request)
 
     async def run_batch(
         self, batch_id: str, calls: list[tuple[str, Any, str]], linger_s: float, keep_s: float
@@ -233,6 +238,7 @@ class RayAgentRuntime:
         actor_options: Mapping[str, Any] | None = None,
         structured_output: str = "json_schema",
         thinking: str = "auto",
+        sandbox: str = "auto",
     ) -> RayAgentRuntime:
         """Create one pool of ``agents_per_role`` actors per role and wait until all answer.
 
@@ -250,6 +256,7 @@ class RayAgentRuntime:
             structured_output: how reviews ask for JSON (``council.STRUCTURED_OUTPUT_MODES``).
             thinking: how a reasoning model thinks, ``auto``, ``on`` or ``off``
                 (``EndpointConfig.thinking``).
+            sandbox: where the actors run candidates' code (``EndpointConfig.sandbox``).
 
         Raises:
             AgentRuntimeError: Ray is not initialised, or the actors did not come up in time.
@@ -267,6 +274,7 @@ class RayAgentRuntime:
             api_key=api_key,
             structured_output=structured_output,
             thinking=thinking,
+            sandbox=sandbox,
         )
         options: dict[str, Any] = {
             "num_cpus": 0,
@@ -397,12 +405,15 @@ class RayAgentRuntime:
         """The executable checks and scores: from ``precheck`` where it checked the same text,
         otherwise in this process.
 
-        In this process rather than on an actor when nobody asked early: the checks only
-        compile and lint text the caller already holds (nothing the model wrote is executed;
-        answers are bounded by ``max_tokens``), while a Ray round trip is 1-20 ms on a loaded
-        machine and would sit on the critical path. Always on a worker thread: the linters
-        (ruff, shellcheck, hadolint) are processes, 5-20 ms each, whose waits release the GIL,
-        so the loop runs meanwhile.
+        DEV candidates (and any whose scoring runs something: ``checks.needs_sandbox``) always
+        on an actor (``precheck`` now, if it was not asked early): their code runs in the
+        actor's sandbox, never in this process, which is the dispatcher's.
+        If the actor fails, they are checked here without running anything ("not run").
+        Other roles in this process when nobody asked early: their checks only read text the
+        caller already holds (nothing the model wrote is executed), while a Ray round trip is
+        1-20 ms on a loaded machine and would sit on the critical path. Always on a worker
+        thread: the role checks' linters (ruff, shellcheck, hadolint) are processes, 5-20 ms
+        each, whose waits release the GIL, so the loop runs meanwhile.
         """
         if self._closed:
             raise AgentRuntimeError(f"runtime is closed (assessment of {request.deliberation_id})")
@@ -413,9 +424,19 @@ class RayAgentRuntime:
                 peers = request.peer_review
                 out[i] = with_peer_reviews(checked, c, request.role) if peers else checked
         rest = [c for i, c in enumerate(request.candidates) if i not in out]
+        if rest and needs_sandbox(request):
+            # Their code runs in an actor's sandbox, never in this (the dispatcher's) process.
+            left = replace(request, candidates=tuple(rest))
+            self.precheck(left)
+            for i, c in enumerate(request.candidates):
+                if i not in out and (checked := await self._early(left, c)) is not None:
+                    out[i] = (
+                        with_peer_reviews(checked, c, request.role) if left.peer_review else checked
+                    )
+            rest = [c for i, c in enumerate(request.candidates) if i not in out]
         if rest:
             left = replace(request, candidates=tuple(rest))
-            here = iter(await asyncio.to_thread(assess_candidates, left))
+            here = iter(await asyncio.to_thread(assess_candidates, left, _NOT_HERE))
             for i in range(len(request.candidates)):
                 if i not in out:
                     out[i] = next(here)

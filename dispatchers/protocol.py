@@ -44,6 +44,10 @@ from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
 from dispatchers.context import ContextSource
 from dispatchers.councils import Councils, Seating
 
+ACCEPTANCE_TESTS_KEY = "acceptance_tests"
+"""The key of ``TaskConstraints.metadata`` that carries a task's acceptance tests (the seed's
+clients can send them there; ``fleet deliberate --tests`` does)."""
+
 log = logging.getLogger("dispatchers.deliberations")  # one logger for the dispatcher's lines
 
 __all__ = [
@@ -198,6 +202,7 @@ class DeliberationProtocol(ArchitectStep):
             peer_review=self._peer_review(d) and len(final) >= 2,
             check_weights=self._options.councils.check_weights(d.role.value),
             metadata=dict(d.metadata),
+            acceptance_tests=d.metadata.get(ACCEPTANCE_TESTS_KEY, ""),
         )
 
     def _precheck(self, d: Deliberation) -> None:

@@ -62,6 +62,7 @@ def worker_endpoint(settings: Settings, llm_url: str, model: str) -> EndpointCon
         max_in_flight=settings.worker_concurrency,
         structured_output=structured_output_mode(settings),
         thinking=settings.llm_thinking,
+        sandbox=settings.sandbox,
     )
 
 
@@ -120,6 +121,7 @@ async def start_council(
                 max_in_flight=settings.llm_max_in_flight,
                 structured_output=mode,
                 thinking=settings.llm_thinking,
+                sandbox=settings.sandbox,
             ),
             tuple(roles),
         )
@@ -139,6 +141,7 @@ async def start_council(
         max_in_flight=settings.llm_max_in_flight,
         structured_output=mode,
         thinking=settings.llm_thinking,
+        sandbox=settings.sandbox,
     )
     stack.push_async_callback(ray_runtime.close)
     return ray_runtime, settings.ray_address or f"local {info.get('address', '')}"

@@ -19,6 +19,7 @@ from typing import Any
 
 import grpc
 
+from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 
@@ -116,7 +117,11 @@ class FleetClient:
         timeout_seconds: int = 0,
         rubric: str = "",
         requirements: tuple[str, ...] = (),
+        acceptance_tests: str = "",
     ) -> pb.DeliberateResponse:
+        """Submit a deliberation. ``acceptance_tests`` (pytest-style Python) travel in
+        ``TaskConstraints.metadata["acceptance_tests"]``, where the seed's clients put them."""
+        metadata = {ACCEPTANCE_TESTS_KEY: acceptance_tests} if acceptance_tests else {}
         req = pb.DeliberateRequest(
             task_id=task_id,
             task_description=task,
@@ -124,7 +129,10 @@ class FleetClient:
             num_agents=num_agents,
             rounds=rounds,
             constraints=pb.TaskConstraints(
-                timeout_seconds=timeout_seconds, rubric=rubric, requirements=list(requirements)
+                timeout_seconds=timeout_seconds,
+                rubric=rubric,
+                requirements=list(requirements),
+                metadata=metadata,
             ),
         )
         resp: pb.DeliberateResponse = await self.stub.Deliberate(

@@ -25,6 +25,8 @@ COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents", "web"})
 THINKING_MODES = ("auto", "on", "off")
 """``FLEET_LLM_THINKING`` (``agent_runtime.openai_client.THINKING_MODES``; settings import no
 agent code, so the names are repeated here and a test keeps the two equal)."""
+SANDBOX_MODES = ("auto", "bwrap", "off")
+"""``FLEET_SANDBOX`` (``agent_runtime.sandbox.SANDBOX_MODES``, repeated for the same reason)."""
 
 
 class ConfigError(ValueError):
@@ -104,6 +106,10 @@ class Settings:
     """How reasoning models (Qwen3 on vLLM) think: ``auto`` lets them and, when the thinking ate
     the whole token budget, asks once more with it off (recorded on the proposal); ``on`` never
     turns it off; ``off`` asks every call without thinking (``chat_template_kwargs``)."""
+    sandbox: str = "auto"
+    """``FLEET_SANDBOX``: where DEV candidates' code runs for their checks: ``auto`` (bubblewrap
+    where it can start, otherwise nothing runs and the checks say "not run"), ``bwrap`` (refuse
+    to start without it) or ``off`` (``agent_runtime.sandbox``)."""
     components: frozenset[str] = COMPONENTS
     """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
     agents, web. The event store is always connected; ``dispatcher`` implies ``agents``."""
@@ -209,6 +215,7 @@ class Settings:
             # The embedded 270M model writes ~15-20 tokens/s on 2 cores, one request at a time.
             llm_max_tokens=_int(e, 384 if vllm_url else 128, "FLEET_LLM_MAX_TOKENS"),
             llm_thinking=(_first(e, "FLEET_LLM_THINKING") or "auto").lower(),
+            sandbox=(_first(e, "FLEET_SANDBOX") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
             web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
             web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),
@@ -302,6 +309,9 @@ class Settings:
         if self.llm_thinking not in THINKING_MODES:
             modes = ", ".join(THINKING_MODES)
             raise ConfigError(f"FLEET_LLM_THINKING={self.llm_thinking!r} must be one of {modes}")
+        if self.sandbox not in SANDBOX_MODES:
+            modes = ", ".join(SANDBOX_MODES)
+            raise ConfigError(f"FLEET_SANDBOX={self.sandbox!r} must be one of {modes}")
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"FLEET_LOG_FORMAT={self.log_format!r} must be text or json")
 

@@ -1,8 +1,9 @@
 """Fleet's main job on the embedded default, end to end, for a newcomer (``make run``).
 
-Starts the whole embedded system, submits one deliberation through the gRPC API, waits for it,
-and shows the proposals, the status and the winner; then a Cypher query over the history graph
-and the deliberation's timeline replayed from JetStream. Every stage is timed.
+Starts the whole embedded system, submits one deliberation through the gRPC API with acceptance
+tests, waits for it, and shows the proposals with their checks (each ran against the tests in
+the sandbox: the table's "run" column), the status and the winner; then a Cypher query over the
+history graph and the deliberation's timeline replayed from JetStream. Every stage is timed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,25 @@ from fleet.config import Settings
 from fleet.embedded._process import free_port
 
 TASK = "Write a Python function that returns the n-th Fibonacci number"
+ACCEPTANCE_TESTS = """\
+import solution
+
+
+def _fib():
+    named = [f for n, f in vars(solution).items() if callable(f) and "fib" in n.lower()]
+    assert named, "no function with 'fib' in its name"
+    return named[0]
+
+
+def test_start():
+    assert _fib()(0) == 0 and _fib()(1) == 1
+
+
+def test_ten():
+    assert _fib()(10) == 55
+"""
+"""The demo's acceptance tests: every proposal runs against them in the sandbox, and the table
+shows the run. They look the function up by name, since the task does not name it."""
 
 HISTORY_QUERY = """\
 MATCH (d:Deliberation {task_id: $task_id})-[:HAS_PROPOSAL]->(p:Proposal)<-[:PROPOSED]-(a:Agent)
@@ -59,7 +79,12 @@ async def run_demo(settings: Settings, console: Console) -> None:
         async with FleetClient(node.endpoints.grpc, security=security) as client:
             t0 = time.perf_counter()
             resp = await client.deliberate(
-                TASK, role="DEV", num_agents=3, rounds=1, task_id=task_id
+                TASK,
+                role="DEV",
+                num_agents=3,
+                rounds=1,
+                task_id=task_id,
+                acceptance_tests=ACCEPTANCE_TESTS,
             )
             timings["Deliberate RPC (accepted)"] = time.perf_counter() - t0
             console.print(

@@ -51,16 +51,20 @@ def result(console: Console, r: pb.GetDeliberationResultResponse) -> None:
             t.add_row(Text(agent), Text(why))  # error text, not markup
         console.print(t)
     ranking = Table(title="Ranking", show_lines=False)
-    for col in ("rank", "agent", "score", "checks"):
-        ranking.add_column(col)
+    for col in ("rank", "agent", "score", "checks", "run"):
+        ranking.add_column(col, overflow="fold")
     for res in r.results:
         ranking.add_row(
             str(res.rank or "-"),
             res.proposal.author_id + (" 🏆" if res.proposal.author_id == r.winner_id else ""),
             f"{res.score:.2f}",
             _checks(res.checks),
+            Text(_clip(res.checks.dryrun.message, 70) if res.checks.HasField("dryrun") else "-"),
         )
     console.print(ranking)
+    matrix = pass_matrix(r)
+    if matrix is not None:
+        console.print(matrix)
     for res in r.results:
         winner = res.proposal.author_id == r.winner_id
         console.print(
@@ -73,20 +77,65 @@ def result(console: Console, r: pb.GetDeliberationResultResponse) -> None:
 
 
 def _checks(suite: pb.CheckSuite) -> str:
-    parts = []
+    parts: list[tuple[str, bool | None]] = []
     if suite.HasField("policy"):
         parts.append(("policy", suite.policy.passed))
     if suite.HasField("lint"):
         parts.append(("lint", suite.lint.passed))
     if suite.HasField("dryrun"):
-        parts.append(("compile", suite.dryrun.passed))
-    # A role check that had nothing to judge ("not applicable") neither passed nor failed.
+        parts.append((_dryrun_label(suite.dryrun.message), suite.dryrun.passed))
     parts += [
-        (c.check_type, c.passed)
+        (c.check_type, None if c.details.get("applicable") == "false" else c.passed)
         for c in suite.additional_checks
-        if c.details.get("applicable") != "false"
     ]
-    return " ".join(f"{n}{'✓' if ok else '✗'}" for n, ok in parts) or "-"
+    marks = {True: "✓", False: "✗", None: "–"}  # – : could not apply, did not count
+    return " ".join(f"{n}{marks[ok]}" for n, ok in parts) or "-"
+
+
+_COMPILE_MESSAGES = ("all blocks compile", "block ", "no code to compile")
+
+
+def _dryrun_label(message: str) -> str:
+    """ "run" where the dry run executed in the sandbox, "compile" where it only compiled."""
+    return "compile" if message.startswith(_COMPILE_MESSAGES) else "run"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+CROSS_PREFIX = "tests:"
+
+
+def pass_matrix(r: pb.GetDeliberationResultResponse) -> Table | None:
+    """Cross-execution: which candidate passed how many of each peer's tests (``checks``'s
+    ``cross_exec`` rows), with the acceptance tests beside; None when nothing ran."""
+    rows: dict[str, dict[str, str]] = {}
+    for res in r.results:
+        for c in res.checks.additional_checks:
+            if c.check_type == "cross_exec":
+                rows[res.proposal.author_id] = {
+                    k.removeprefix(CROSS_PREFIX): v
+                    for k, v in c.details.items()
+                    if k.startswith(CROSS_PREFIX)
+                }
+    if not any(rows.values()):
+        return None
+    authors = sorted({a for row in rows.values() for a in row} | set(rows))
+    t = Table(title="Cross-execution (tests passed, by whose tests)")
+    t.add_column("candidate")
+    t.add_column("acceptance")
+    for a in authors:
+        t.add_column(a)
+    for res in r.results:
+        agent = res.proposal.author_id
+        if agent not in rows:
+            continue
+        acc = res.checks.dryrun.message.split(";")[0] if res.checks.HasField("dryrun") else "-"
+        acc = acc.removeprefix("acceptance ").removesuffix(" passed")
+        row = [("·" if a == agent else rows[agent].get(a, "-")) for a in authors]
+        t.add_row(Text(agent), Text(acc), *(Text(c) for c in row))
+    return t
 
 
 def _content(text: str) -> Any:

@@ -6,22 +6,20 @@ details; a check that finds nothing of its kind in the answer says "not applicab
 and does not count. Pure functions of the text, the role and the configuration: the linters
 (ruff, shellcheck, hadolint) read the text on stdin; nothing the model wrote is executed.
 
-Scoring (``blend``): the role checks' weighted mean ``r`` joins the base score ``b`` (policy,
-and for DEV dryrun and lint) as ``b·(1 − ROLE_SHARE) + r·ROLE_SHARE`` when at least one check
-applies, else the base alone. See ``docs/role-checks.md``.
+Scoring is ``checks.score``'s: each applicable role check joins the rank with its council
+weight (a role check marked ``gate`` also gates). See ``docs/checks.md``, ``docs/role-checks.md``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from agent_runtime.role_checks._outcomes import (
     findings,
     is_applicable,
     not_applicable,
-    role_score,
     weighted,
 )
 from agent_runtime.role_checks._tools import ToolUnavailableError
@@ -41,10 +39,9 @@ from aggregates.values import CheckOutcome
 
 __all__ = [
     "CHECKS_BY_ROLE",
-    "ROLE_SHARE",
+    "Check",
     "RoleCheckConfig",
     "ToolUnavailableError",
-    "blend",
     "is_applicable",
     "role_checks",
     "ruff_lint",
@@ -52,10 +49,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-ROLE_SHARE = 0.6
-"""How much the role checks weigh against the base checks when any applies: more than half,
-because for the roles without code the base is only "non-empty and mentions the requirements"."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +73,10 @@ def _python_lint(answer: str) -> CheckOutcome:
     return findings("ruff", report.errors, report.warnings, subject="Python")
 
 
-_CHECKS: Mapping[str, Callable[[str, RoleCheckConfig], CheckOutcome]] = {
+Check = Callable[[str, RoleCheckConfig], CheckOutcome]
+"""A role check: (the answer, the configuration) → its outcome."""
+
+_CHECKS: Mapping[str, Check] = {
     "test_structure": lambda a, _c: qa_tests_check(a),
     "sections": lambda a, _c: sections_check(a),
     "decisions": lambda a, _c: decisions_check(a),
@@ -94,26 +90,27 @@ _CHECKS: Mapping[str, Callable[[str, RoleCheckConfig], CheckOutcome]] = {
 }
 
 
-def role_checks(role: str, answer: str, config: RoleCheckConfig) -> list[CheckOutcome]:
-    """The role's checks on ``answer``, in ``CHECKS_BY_ROLE`` order, each with its weight."""
-    names = CHECKS_BY_ROLE.get(role.upper(), ())
+def role_checks(
+    role: str, answer: str, config: RoleCheckConfig, runners: Mapping[str, Check] | None = None
+) -> list[CheckOutcome]:
+    """The role's checks on ``answer``, in ``CHECKS_BY_ROLE`` order, each with its weight.
+
+    ``runners`` supplies the checks that need more than the text (QA's ``test_run`` needs a
+    sandbox, which this package does not open); a named check without one is left out."""
+    table = {**_CHECKS, **(runners or {})}
+    names = [n for n in CHECKS_BY_ROLE.get(role.upper(), ()) if n in table]
     if config.weights:
-        names = tuple(n for n in names if n in config.weights)
-    return [weighted(_guarded(n, answer, config), config.weights.get(n, 1.0)) for n in names]
+        names = [n for n in names if n in config.weights]
+    return [weighted(_guarded(n, answer, config, table), config.weights.get(n, 1.0)) for n in names]
 
 
-def _guarded(name: str, answer: str, config: RoleCheckConfig) -> CheckOutcome:
+def _guarded(
+    name: str, answer: str, config: RoleCheckConfig, table: Mapping[str, Check]
+) -> CheckOutcome:
     """A check that fails on input its tool cannot take (a bug of ours or of the tool, never
     the answer's fault) is reported as not applicable, with the error, and scoring goes on."""
     try:
-        return _CHECKS[name](answer, config)
+        return table[name](answer, config)
     except Exception as e:
         log.warning("role check %s failed", name, exc_info=True)
         return not_applicable(name, f"the check failed: {type(e).__name__}: {e}"[:300])
-
-
-def blend(base: float, checks: Sequence[CheckOutcome]) -> float:
-    """The base score with the role checks among ``checks`` folded in (module docstring)."""
-    names = {n for ns in CHECKS_BY_ROLE.values() for n in ns}
-    r = role_score([c for c in checks if c.check_type in names])
-    return base if r is None else base * (1 - ROLE_SHARE) + r * ROLE_SHARE

@@ -2,29 +2,31 @@
 
 Every role check returns a ``CheckOutcome`` whose ``details`` carry ``weight`` (what the council
 configured, default 1) and, when the check could not judge this answer (nothing of its kind in
-it), ``applicable = "false"``. The score reads both from the outcome itself, so an assessment
-carries everything that made its score, and folding in peer ratings later needs no config.
+it), ``applicable = "false"`` (``agent_runtime.applicability``, the one convention). The score
+reads both from the outcome itself, so an assessment carries everything that made its score,
+and folding in peer ratings later needs no config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent_runtime.applicability import NOT_APPLICABLE, is_applicable, not_applicable
 from aggregates.values import CheckOutcome
 
-NOT_APPLICABLE = "false"
+__all__ = [
+    "NOT_APPLICABLE",
+    "findings",
+    "is_applicable",
+    "lint_score",
+    "not_applicable",
+    "weighted",
+]
 
 
 def lint_score(errors: int, warnings: int) -> float:
     """One error halves the score, each warning costs 0.05: the lint formula of ``checks``."""
     return round(max(0.0, 1.0 / (1 + errors) - 0.05 * warnings), 4)
-
-
-def not_applicable(name: str, reason: str) -> CheckOutcome:
-    """A check that cannot judge this answer: it says why and does not count."""
-    return CheckOutcome(
-        name, True, 1.0, f"not applicable: {reason}", {"applicable": NOT_APPLICABLE}
-    )
 
 
 def findings(
@@ -46,21 +48,7 @@ def findings(
     return CheckOutcome(name, not errors, lint_score(len(errors), len(warnings)), message, details)
 
 
-def is_applicable(outcome: CheckOutcome) -> bool:
-    return outcome.details.get("applicable") != NOT_APPLICABLE
-
-
 def weighted(outcome: CheckOutcome, weight: float) -> CheckOutcome:
     """``outcome`` with its configured weight recorded in its details."""
     details = outcome.details | {"weight": f"{weight:g}"}
     return CheckOutcome(outcome.check_type, outcome.passed, outcome.score, outcome.message, details)
-
-
-def role_score(outcomes: Sequence[CheckOutcome]) -> float | None:
-    """Weighted mean of the applicable role checks' scores; None when none applies (or all
-    weigh 0), so a role whose answer holds nothing a tool can judge keeps its policy score."""
-    pairs = [(float(o.details.get("weight", "1")), o.score) for o in outcomes if is_applicable(o)]
-    total_weight = sum(w for w, _ in pairs)
-    if total_weight <= 0:
-        return None
-    return sum(w * s for w, s in pairs) / total_weight

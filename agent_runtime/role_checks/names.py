@@ -10,12 +10,13 @@ from collections.abc import Iterable, Mapping
 
 CHECKS_BY_ROLE: Mapping[str, tuple[str, ...]] = {
     "DEV": (),
-    "QA": ("test_structure",),
+    "QA": ("test_structure", "test_run"),
     "ARCHITECT": ("sections", "decisions", "diagrams"),
     "DEVOPS": ("shellcheck", "hadolint", "yamllint", "k8s_schema"),
     "DATA": ("sql", "ruff"),
 }
-"""DEV's Python lint (ruff) is the base ``lint`` check every DEV answer gets already."""
+"""DEV's Python lint (ruff) is the base ``lint`` check every DEV answer gets already. QA's
+``test_run`` needs a sandbox, so ``checks`` supplies it (``role_checks``'s ``runners``)."""
 
 
 def unknown_checks(role: str, names: Iterable[str]) -> list[str]:

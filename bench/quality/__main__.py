@@ -5,12 +5,21 @@
             what each program *does* (self-consistency); N chosen so its tokens match the
             council's (the same token budget), at least 2;
 * council   the real protocol: Fleet's DeliberationDispatcher (in memory, no NATS) with 3 agents,
-            ``--rounds`` rounds, peer ratings and executable checks; the winner is the answer.
+            ``--rounds`` rounds, peer ratings and the static checks (``FLEET_SANDBOX=off``:
+            nothing runs); the winner is the answer.
+* council+exec  the same council with executed checks (the sandbox): each candidate's solution
+            imported and run against the other agents' tests (cross-execution). The task's
+            acceptance tests grade the answers and are shown to no method, so this council
+            knows only what its agents wrote. The same calls as ``council``, so the same token
+            budget; ``majority`` is matched to the council's tokens.
+
+Problems (``problems.ALL_PROBLEMS``): eight small ones (word problems, functions), then the
+selection corpus's tasks with acceptance tests (DEV and DATA: 34), 42 in all.
 
 Every method uses Fleet's own prompts and client. Answers are checked by running the code in a
 subprocess with a timeout (``problems.py``). Tokens are prompt + completion, as the server counts.
 
-    .venv/bin/python -m bench.quality --url URL --model M [--problems N] [--rounds R]
+    .venv/bin/python -m bench.quality --url URL --model M [--problems N] [--start K] [--rounds R]
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import asyncio
 import collections
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,11 +44,12 @@ from agent_runtime.api import (
     TurnResult,
 )
 from agent_runtime.council import EndpointConfig, LocalAgentRuntime
+from agent_runtime.sandbox import open_sandbox
 from aggregates import Deliberation
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
-from bench.quality.problems import PROBLEMS, Problem, correct, signature
+from bench.quality.problems import ALL_PROBLEMS, Problem, correct, signature
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.sampling import council_sampling
 
@@ -125,23 +135,29 @@ async def council(
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    problems = PROBLEMS[: args.problems]
+    problems = ALL_PROBLEMS[args.start : args.start + args.problems]
     endpoint = EndpointConfig(
-        args.url, args.model, max_in_flight=4, structured_output=args.structured
+        args.url, args.model, max_in_flight=4, structured_output=args.structured, sandbox="off"
     )
     inner = LocalAgentRuntime(endpoint, ("DEV",))
-    tallies = {m: Tally() for m in ("single", "majority", "council")}
+    executing = LocalAgentRuntime(replace(endpoint, sandbox="auto"), ("DEV",))
+    box = open_sandbox("auto")
+    tallies = {m: Tally() for m in ("single", "majority", "council", "council+exec")}
+    verdicts: dict[str, bool] = {}
     try:
         for i, p in enumerate(problems):
-            t0 = time.perf_counter()
-            rt = CountingRuntime(inner)
-            winner = await council(rt, p, args.rounds, args.max_tokens, args.model, i)
-            c = tallies["council"]
-            c.right += correct(p, winner)
-            c.tokens += rt.tokens
-            c.calls += rt.calls
-            c.seconds += time.perf_counter() - t0
-            budget = rt.tokens
+            budget = 0
+            for name, runtime in (("council", inner), ("council+exec", executing)):
+                t0 = time.perf_counter()
+                rt = CountingRuntime(runtime)
+                winner = await council(rt, p, args.rounds, args.max_tokens, args.model, i)
+                c = tallies[name]
+                verdicts[name] = correct(p, winner)
+                c.right += verdicts[name]
+                c.tokens += rt.tokens
+                c.calls += rt.calls
+                c.seconds += time.perf_counter() - t0
+                budget = budget or rt.tokens
 
             t0 = time.perf_counter()
             rt = CountingRuntime(inner)
@@ -171,21 +187,24 @@ async def main_async(args: argparse.Namespace) -> None:
             m.seconds += time.perf_counter() - t0
             print(
                 f"  {p.id:8s} single={correct(p, first)!s:5s} majority(n={n})="
-                f"{correct(p, pick)!s:5s} council={correct(p, winner)!s:5s}",
+                f"{correct(p, pick)!s:5s} council={verdicts['council']!s:5s} "
+                f"council+exec={verdicts['council+exec']!s:5s}",
                 flush=True,
             )
     finally:
         await inner.close()
+        await executing.close()
     n_p = len(problems)
     print(
         f"\nquality on {args.url} model={args.model}: {n_p} problems, max_tokens="
-        f"{args.max_tokens}, council = 3 agents x {args.rounds} round(s) + peer ratings"
+        f"{args.max_tokens}, council = 3 agents x {args.rounds} round(s) + peer ratings; "
+        f"sandbox for council+exec: {'bwrap' if box.available else 'none: ' + box.reason}"
     )
     head = ("method", "accuracy", "tokens/problem", "calls/problem", "s/problem")
-    print(f"{head[0]:10s} {head[1]:>9s} {head[2]:>15s} {head[3]:>14s} {head[4]:>10s}")
+    print(f"{head[0]:12s} {head[1]:>9s} {head[2]:>15s} {head[3]:>14s} {head[4]:>10s}")
     for name, t in tallies.items():
         print(
-            f"{name:10s} {t.right:>4d}/{n_p:<4d} {t.tokens / n_p:>15.0f} {t.calls / n_p:>14.1f} "
+            f"{name:12s} {t.right:>4d}/{n_p:<4d} {t.tokens / n_p:>15.0f} {t.calls / n_p:>14.1f} "
             f"{t.seconds / n_p:>10.1f}"
         )
 
@@ -194,7 +213,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description="single agent vs majority vote vs council")
     p.add_argument("--url", required=True, help="OpenAI-compatible base URL")
     p.add_argument("--model", required=True)
-    p.add_argument("--problems", type=int, default=len(PROBLEMS))
+    p.add_argument("--problems", type=int, default=len(ALL_PROBLEMS))
+    p.add_argument(
+        "--start", type=int, default=0, help="skip this many problems (8: the corpus's first)"
+    )
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument(

@@ -1,9 +1,12 @@
 """Small problems with checkable answers, all posed as "write Python" so every method is judged
-the same way: arithmetic word problems (the program prints the number) and small functions
-(checked by unit tests). Model code runs only in a subprocess with a timeout (``evaluate``)."""
+the same way: arithmetic word problems (the program prints the number), small functions
+(checked by unit tests), and the selection corpus's tasks that have acceptance tests (``tests``:
+graded by those tests, which no method is shown). Model code runs only in a subprocess with a
+timeout (``run_code``)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -12,15 +15,19 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent_runtime.checks import extract_code_blocks
+
 
 @dataclass(frozen=True)
 class Problem:
     id: str
     task: str
-    kind: str  # "number" | "function"
+    kind: str  # "number" | "function" | "tests"
     answer: float | None = None
     function: str = ""
     tests: tuple[tuple[tuple[object, ...], object], ...] = field(default_factory=tuple)
+    acceptance: str = ""
+    """``tests`` problems: pytest-style tests importing the answer as ``solution``."""
 
 
 PROBLEMS: tuple[Problem, ...] = (
@@ -93,6 +100,13 @@ def code_of(text: str) -> str:
     return "\n\n".join(blocks) if blocks else text
 
 
+def python_of(text: str) -> str:
+    """The Python blocks of an answer as scoring reads them (a DATA answer's ```sql block is
+    not Python); the whole text when it has no block."""
+    blocks = extract_code_blocks(text)
+    return "\n\n".join(b.code for b in blocks) if blocks else code_of(text)
+
+
 def run_code(code: str, stdin_script: str = "", timeout: float = 5.0) -> str | None:
     """Run ``code`` (+ a driver) in a fresh interpreter; its stdout, or None on error/timeout."""
     with tempfile.TemporaryDirectory() as d:
@@ -116,6 +130,16 @@ def signature(problem: Problem, text: str) -> str | None:
 
     Uses the test inputs only, never the expected outputs, so voting is not an oracle."""
     code = code_of(text)
+    if problem.kind == "tests":
+        code = python_of(text)
+        calls = _calls_in(problem.acceptance)
+        driver = (
+            "\nimport json\n\ndef _r(f):\n    try:\n        return repr(f())\n"
+            "    except Exception as e:\n        return 'error: ' + type(e).__name__\n\n"
+            f"print(json.dumps([{', '.join(f'_r(lambda: {c})' for c in calls)}]))\n"
+        )
+        out = run_code(code, driver)
+        return out.strip().splitlines()[-1] if out and out.strip() else None
     if problem.kind == "number":
         out = run_code(code)
         nums = _NUMBER.findall(out or "")
@@ -131,7 +155,63 @@ def signature(problem: Problem, text: str) -> str | None:
     return lines[-1] if lines else None
 
 
+def _calls_in(tests: str) -> list[str]:
+    """The outermost calls of the solution's functions in ``tests`` (their inputs, never the
+    expected outputs), as source: what voting evaluates."""
+    tree = ast.parse(tests)
+    names = {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == "solution"
+        for a in n.names
+    }
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            found.append(ast.unparse(node))
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+_TEST_DRIVER = """
+import sys, types
+sys.path.insert(0, ".")
+ns = {"__name__": "acceptance"}
+exec(compile(open("acceptance.py").read(), "acceptance.py", "exec"), ns)
+for name, fn in list(ns.items()):
+    if name.startswith("test") and callable(fn):
+        fn()
+print("all passed")
+"""
+
+
+def passes_acceptance(problem: Problem, text: str, timeout: float = 10.0) -> bool:
+    """``text``'s code, as the module ``solution``, passes every acceptance test."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "solution.py").write_text(python_of(text))
+        (Path(d) / "acceptance.py").write_text(problem.acceptance)
+        (Path(d) / "driver.py").write_text(_TEST_DRIVER)
+        try:
+            out = subprocess.run(
+                [sys.executable, "-I", "driver.py"],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=d,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+    return out.returncode == 0 and out.stdout.strip().endswith("all passed")
+
+
 def correct(problem: Problem, text: str) -> bool:
+    if problem.kind == "tests":
+        return passes_acceptance(problem, text)
     sig = signature(problem, text)
     if sig is None:
         return False
@@ -147,3 +227,28 @@ def correct(problem: Problem, text: str) -> bool:
 # Interleaved, so a small ``--problems N`` still has both kinds.
 _ORDER = ("apples", "square", "train", "fib", "pens", "is_even", "eggs", "max3")
 PROBLEMS = tuple(sorted(PROBLEMS, key=lambda p: _ORDER.index(p.id)))
+
+_RUN_CONN = (
+    " Answer in Python: a function run(conn) that executes the query on the sqlite3 connection "
+    "conn and returns its rows (fetchall())."
+)
+
+
+def corpus_problems() -> tuple[Problem, ...]:
+    """The selection corpus's cases with acceptance tests, as problems graded by those tests
+    (DEV's functions, DATA's functions and queries): 34 with the corpus of today."""
+    from bench.selection.corpus import all_cases
+
+    out: list[Problem] = []
+    for case in all_cases():
+        if not case.acceptance_tests.strip():
+            continue
+        task = case.task
+        if "import run" in case.acceptance_tests:
+            task += _RUN_CONN
+        out.append(Problem(case.task_id, task, "tests", acceptance=case.acceptance_tests))
+    return tuple(out)
+
+
+ALL_PROBLEMS = PROBLEMS + corpus_problems()
+"""The eight small problems first, then the corpus's: ``--problems 40`` takes them all but two."""

@@ -6,7 +6,7 @@
 Prints one table per mode (cases, right ranked first, accuracy, ties, wrong; per role and in
 all) and the scoring cost per candidate. Exits 1 when a mode's accuracy over the chosen cases
 is under ``--min-accuracy``, and 2 on bad arguments (``--mode tests`` on a build that cannot run
-acceptance tests). See ``docs/role-checks.md``.
+acceptance tests (no sandbox starts here). See ``docs/checks.md``.
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         parser.error("--role/--expect: no case of the corpus matches")
     modes = list(MODES) if args.mode == "both" else [args.mode]
-    if "tests" in modes and not supports_tests():
+    why_not = supports_tests() if "tests" in modes else ""
+    if why_not:
         if args.mode == "tests":
-            parser.error("--mode tests: this build's scoring runs no acceptance tests")
+            parser.error(f"--mode tests: no sandbox can run the tests here: {why_not}")
         modes.remove("tests")
-        print("checks + acceptance tests + cross-execution: not available in this build\n")
+        print(f"checks + acceptance tests + cross-execution: not available here: {why_not}\n")
     failed = False
     for mode in modes:
         results = [score_case(c, mode) for c in cases]

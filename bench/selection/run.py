@@ -1,9 +1,10 @@
 """Score every case of the corpus and count how often the right candidate ranks first.
 
-``checks`` scores with the checks alone (policy, compile, ruff, and the role checks); ``tests``
-adds the task's acceptance tests and cross-execution, where this build's ``AssessmentInput``
-carries ``acceptance_tests`` (the sandboxed execution checks); without them that mode is
-reported as not available, never faked.
+``checks`` scores with the checks alone (policy, compile, ruff, and the role checks): no
+sandbox, nothing runs. ``tests`` gives scoring a sandbox (``open_sandbox``) and the task's
+acceptance tests, so DEV candidates run against them and against each other's tests
+(cross-execution); where no sandbox can start here, that mode is reported as not available,
+with the reason, never faked.
 
 A case counts as *right* only when the right candidate's score is strictly the highest; a tie
 at the top is reported apart, since the deliberation would then fall back to its tie-break.
@@ -11,25 +12,31 @@ at the top is reported apart, since the deliberation would then fall back to its
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import statistics
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from functools import cache
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
 from agent_runtime.checks import assess_candidates
+from agent_runtime.sandbox import Sandbox, open_sandbox
 from bench.selection.corpus import SelectionCase
 
 MODES = ("checks", "tests")
 OUTCOMES = ("right", "tie", "wrong")
 
 
-def supports_tests() -> bool:
-    """Whether this build's scoring runs acceptance tests (the sandbox's field is present)."""
-    return "acceptance_tests" in {f.name for f in fields(AssessmentInput)}
+@cache
+def sandbox() -> Sandbox:
+    """This process's sandbox, as a council member opens it (probed once)."""
+    return open_sandbox("auto")
+
+
+def supports_tests() -> str:
+    """Why the ``tests`` mode cannot run here ("" when it can: a sandbox starts)."""
+    box = sandbox()
+    return "" if box.available else box.reason
 
 
 @dataclass(frozen=True)
@@ -49,9 +56,6 @@ class CaseResult:
 
 
 def request_for(case: SelectionCase, mode: str) -> AssessmentInput:
-    extra: dict[str, Any] = {}
-    if mode == "tests":
-        extra["acceptance_tests"] = case.acceptance_tests
     return AssessmentInput(
         deliberation_id=f"selection-{case.task_id}",
         role=case.role,
@@ -60,23 +64,18 @@ def request_for(case: SelectionCase, mode: str) -> AssessmentInput:
         requirements=(),
         candidates=tuple(Candidate(f"candidate-{i}", c) for i, c in enumerate(case.candidates)),
         metadata={k: v for k, v in case.metadata.items() if k != "expect"},
-        **extra,
+        acceptance_tests=case.acceptance_tests if mode == "tests" else "",
     )
 
 
 def score_case(case: SelectionCase, mode: str) -> CaseResult:
     request = request_for(case, mode)
     started = time.perf_counter()
-    got: Any = assess_candidates(request)
-    if inspect.isawaitable(got):  # a build whose scoring is async
-        got = asyncio.run(_await(got))
-    assessments: list[Assessment] = list(got)
+    assessments: list[Assessment] = assess_candidates(
+        request, sandbox() if mode == "tests" else None
+    )
     seconds = time.perf_counter() - started
     return CaseResult(case, mode, tuple(a.score for a in assessments), seconds)
-
-
-async def _await(x: Any) -> Any:
-    return await x
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,12 @@ class Row:
 
 
 def rows(results: Sequence[CaseResult]) -> list[Row]:
-    """One row per role, in first-seen order, then ``all``."""
+    """One row per role, in first-seen order, then ``tested`` (the cases that have acceptance
+    tests: the ones only a run can settle), then ``all``."""
     roles = list(dict.fromkeys(r.case.role for r in results))
     out = [_row(role, [r for r in results if r.case.role == role]) for role in roles]
-    return [*out, _row("all", results)]
+    tested = [r for r in results if r.case.acceptance_tests.strip()]
+    return [*out, *([_row("tested", tested)] if tested else []), _row("all", results)]
 
 
 def _row(label: str, results: Iterable[CaseResult]) -> Row:
@@ -128,4 +129,6 @@ def table(mode: str, results: Sequence[CaseResult]) -> str:
         )
     p50, p99 = per_candidate_ms(results)
     lines.append(f"scoring per candidate: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    if mode == "tests":
+        lines.append("(the sandbox's own cost per candidate: python -m bench.sandbox_bench)")
     return "\n".join(lines)

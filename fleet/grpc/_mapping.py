@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_runtime.qa_run import REFERENCE_KEY
 from aggregates import (
     CheckOutcome,
     Deliberation,
@@ -21,6 +22,7 @@ from application.queries import QueryResult
 from application.timeline import History, to_json
 from application.views import DeliberationView, FailureView, ResultView
 from application.watch import Progress
+from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -71,9 +73,7 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
         elif c.check_type == "lint":
             suite.lint.CopyFrom(lint_result(c, errors))
         elif c.check_type in ("dryrun", "compile"):
-            suite.dryrun.CopyFrom(
-                pb.DryRunResult(passed=c.passed, exit_code=0 if c.passed else 1, message=c.message)
-            )
+            suite.dryrun.CopyFrom(_dryrun(c))
         else:
             suite.additional_checks.append(
                 pb.CheckResult(
@@ -95,6 +95,17 @@ def lint_result(c: CheckOutcome, fallback: list[str]) -> pb.LintResult:
         error_count=int(c.details.get("error_count", len(listed))),
         warning_count=int(c.details.get("warning_count", "0")),
         errors=listed,
+    )
+
+
+def _dryrun(c: CheckOutcome) -> pb.DryRunResult:
+    """The real run's exit code and output tail where it ran in the sandbox (``checks``)."""
+    code = c.details.get("exit_code", "")
+    return pb.DryRunResult(
+        passed=c.passed,
+        output=c.details.get("output", ""),
+        exit_code=int(code) if code.lstrip("-").isdigit() else (0 if c.passed else 1),
+        message=c.message,
     )
 
 
@@ -231,6 +242,27 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
     )
 
 
+MAX_ACCEPTANCE_TESTS_CHARS = 64 * 1024
+
+
+def _check_python(key: str, code: str, *, tests: bool) -> None:
+    """Acceptance tests (``tests``) or reference code the sandbox could not even load are the
+    caller's mistake: said now, naming the field, rather than failing every candidate later."""
+    field = f"constraints.metadata.{key}"
+    if not code:
+        return
+    if len(code) > MAX_ACCEPTANCE_TESTS_CHARS:
+        raise InvalidDeliberationError(field, f"longer than {MAX_ACCEPTANCE_TESTS_CHARS} chars")
+    try:
+        compile(code, key, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise InvalidDeliberationError(field, f"line {e.lineno}: {e.msg}") from None
+    except ValueError as e:
+        raise InvalidDeliberationError(field, f"does not compile: {e}") from None
+    if tests and "def test" not in code:
+        raise InvalidDeliberationError(field, "defines no test function (def test_…)")
+
+
 def new_deliberation(
     request: pb.DeliberateRequest,
     *,
@@ -249,6 +281,8 @@ def new_deliberation(
         raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
     if request.rounds < 0:
         raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
+    _check_python(ACCEPTANCE_TESTS_KEY, c.metadata.get(ACCEPTANCE_TESTS_KEY, ""), tests=True)
+    _check_python(REFERENCE_KEY, c.metadata.get(REFERENCE_KEY, ""), tests=False)
     tid = task_id(request.task_id) if request.task_id else new_task_id
     return Deliberation.request(
         task_id=tid,

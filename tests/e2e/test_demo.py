@@ -67,6 +67,9 @@ async def test_fleet_demo_prints_result_history_query_and_replayed_timeline(
         assert re.search(rf"{agent} \(rank [123], score \d\.\d\d\)", result), agent
         assert f"Plan ({agent})" in result, agent
     assert result.count("def solve_") == 3
+    # The executed checks: each proposal ran against the demo's acceptance tests in the sandbox
+    # (the load generator's code has no fib, so each fails them, and says so).
+    assert result.count("acceptance 0/2 passed") == 3, result
 
     history = out.split("Cypher over the history graph (QueryHistory)", 1)[1]
     history = history.split("Replay from JetStream")[0]

@@ -1,16 +1,26 @@
-"""DEV: twenty small Python functions, each with two subtly wrong versions that compile and lint
-clean (off-by-one, a missed case, the wrong tie order) and the right one last."""
+"""DEV: twenty-four small Python functions, each with two or three subtly wrong versions that
+compile and lint clean (off-by-one, a missed case, the wrong tie order) and the right one last.
+
+Eight of them are tasks of ``dev_core`` (the end-to-end case's ten), whose candidates carry
+their own tests, as DEV agents write them, so cross-execution has something to run: the four
+that were already here keep one case each (``merged``: the ten-task candidates, this module's
+other wrong version, both tasks' acceptance tests), the four others gain a second wrong version
+here. Its ``factorial`` and ``chunks`` are left out: this module's cases of those tasks ask
+for more (a ValueError for a negative n; the name ``chunk``), so they would be the same task
+twice with two specs.
+"""
 
 from __future__ import annotations
 
-from bench.selection.corpus import SelectionCase, python_case
+from bench.selection.corpus import SelectionCase, python_answer, python_case
+from bench.selection.corpus.dev_core import TASKS, DevTask
 
 
 def _case(task_id: str, task: str, wrongs: list[str], right: str, tests: str) -> SelectionCase:
     return python_case("DEV", task_id, task, wrongs, right, tests)
 
 
-CASES = [
+_OWN = [
     _case(
         "leap-year",
         "Write is_leap_year(year) for the Gregorian calendar.",
@@ -398,4 +408,72 @@ def test_moving_average():
     assert moving_average([5, 5], 2) == [5.0]
 """,
     ),
+]
+
+
+# The ten-task corpus (``dev_core``): its name → this module's case of the same task.
+LEFT_OUT = frozenset({"factorial", "chunks"})
+SAME_TASK = {
+    "is_prime": "is-prime",
+    "is_palindrome": "palindrome",
+    "flatten": "flatten",
+    "count_vowels": "count-vowels",
+}
+# A second wrong version for the four ten-task tasks that had no case here, and a test each
+# needs to catch it where the ten-task acceptance tests do not.
+_SECOND_WRONG = {
+    "fibonacci": (
+        "def fib(n):\n    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n"
+        "    return a\n",
+        "",
+    ),
+    "median": (
+        "def median(xs):\n    s = sorted(xs)\n    n = len(s)\n"
+        "    return (s[n // 2 - 1] + s[n // 2]) / 2\n",
+        "",
+    ),
+    "binary_search": (
+        "def binary_search(xs, target):\n    lo, hi = 0, len(xs)\n    while lo <= hi:\n"
+        "        mid = (lo + hi) // 2\n        if xs[mid] == target:\n            return mid\n"
+        "        if xs[mid] < target:\n            lo = mid + 1\n        else:\n"
+        "            hi = mid - 1\n    return -1\n",
+        "",
+    ),
+    "gcd": (
+        "def gcd(a, b):\n    a, b = abs(a), abs(b)\n    while b:\n        a, b = b, a % b\n"
+        "    return a or 1\n",
+        "\n\ndef test_zero():\n    assert gcd(0, 0) == 0\n",
+    ),
+}
+
+
+def _holds(answer: str, code: str) -> bool:
+    """Whether ``answer`` holds ``code`` (whitespace aside: the corpora space ``**`` apart)."""
+    return "".join(code.split()) in "".join(answer.split())
+
+
+def merged(core: DevTask, own: SelectionCase | None) -> SelectionCase:
+    """One case of a ten-task task: its wrong and right answers (code and tests), the other
+    wrong version (this module's, or ``_SECOND_WRONG``), and every acceptance test."""
+    if own is None:
+        code, extra_test = _SECOND_WRONG[core.name]
+        others, tests, task_id = [python_answer(code)], core.acceptance + extra_test, core.name
+    else:
+        others = [
+            c
+            for i, c in enumerate(own.candidates)
+            if i != own.right_index and not _holds(c, core.wrong)
+        ]
+        tests, task_id = own.acceptance_tests + "\n\n" + core.acceptance, own.task_id
+    candidates = [core.answer(right=False), *others, core.answer(right=True)]
+    return SelectionCase(
+        task_id, "DEV", core.task, candidates, len(candidates) - 1, tests, {"expect": "tests"}
+    )
+
+
+_BY_ID = {c.task_id: c for c in _OWN}
+CASES = [c for c in _OWN if c.task_id not in SAME_TASK.values()] + [
+    merged(t, _BY_ID[SAME_TASK[t.name]] if t.name in SAME_TASK else None)
+    for t in TASKS
+    if t.name not in LEFT_OUT
 ]

@@ -36,6 +36,12 @@ def register(sub: Subparsers) -> None:
     d.add_argument("--timeout", type=int, help="seconds to TIMEOUT (default DELIBERATION_TIMEOUT)")
     d.add_argument("--wait", action="store_true", help="wait for the result, showing progress")
     d.add_argument("--wait-timeout", type=float, default=900.0)
+    d.add_argument(
+        "--tests",
+        metavar="FILE",
+        help="acceptance tests (pytest-style Python, `from solution import …`) every DEV "
+        "candidate runs against in the sandbox",
+    )
     d.set_defaults(fn=cmd_deliberate)
 
     r = sub.add_parser("result", help="status and results of a deliberation")
@@ -47,6 +53,7 @@ def register(sub: Subparsers) -> None:
 async def cmd_deliberate(args: argparse.Namespace) -> None:
     from fleet.client import status_name
 
+    tests = _read_tests(args.tests) if args.tests else ""
     async with client(args) as c:
         resp = await c.deliberate(
             args.task,
@@ -55,6 +62,7 @@ async def cmd_deliberate(args: argparse.Namespace) -> None:
             rounds=args.rounds,
             task_id=args.task_id or "",
             timeout_seconds=args.timeout or 0,
+            acceptance_tests=tests,
         )
         if not args.wait:
             if args.json:
@@ -64,6 +72,14 @@ async def cmd_deliberate(args: argparse.Namespace) -> None:
             return
         final = await wait_with_progress(c, resp.task_id, args.wait_timeout, args.json)
         print_result(final, args.json)
+
+
+def _read_tests(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"--tests {path}: {e.strerror if isinstance(e, OSError) else e}") from None
 
 
 async def cmd_result(args: argparse.Namespace) -> None:

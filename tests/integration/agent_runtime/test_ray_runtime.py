@@ -121,7 +121,15 @@ async def test_assess_runs_the_checks(loadgen: LoadGenServer) -> None:
         scores = await runtime.assess(request)
         assert [a.agent_id for a in scores] == ["agent-dev-1", "agent-dev-2"]
         assert scores[1].score > scores[0].score
-        assert {c.check_type for c in scores[1].checks} == {"policy", "dryrun", "lint"}
+        assert {c.check_type for c in scores[1].checks} == {
+            "policy",
+            "dryrun",
+            "lint",
+            "cross_exec",
+        }
+        # The dry run ran (on an actor, in its sandbox), it did not just compile.
+        [dry] = [c for c in scores[1].checks if c.check_type == "dryrun"]
+        assert dry.details["mode"] == "sandbox" and dry.message == "solution imports and runs"
     finally:
         await runtime.close()
 
@@ -131,12 +139,16 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
 ) -> None:
     """``precheck`` (the dispatcher's hint while the peers rate) checks the text on an actor;
     ``assess`` then gives exactly what checking here gives, with the ratings folded in. Text
-    that changed since, or an early check whose actor died, is checked here instead."""
+    that changed since is checked again on an actor; an early check whose actor died is checked
+    here, where nothing the model wrote runs: its executed checks say "not run"."""
     import ray
 
     from agent_runtime import ray_runtime
     from agent_runtime.checks import assess_candidates
+    from agent_runtime.sandbox import open_sandbox
     from aggregates import PeerReview
+
+    box = open_sandbox("bwrap")  # what the actor runs the candidates in
 
     runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
     try:
@@ -147,7 +159,7 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
             Candidate("agent-dev-2", good, (PeerReview("agent-dev-1", "agent-dev-2", 0.4),)),
         )
         request = AssessmentInput("d-9", "DEV", "double", "", ("validate input",), rated, True)
-        expected = assess_candidates(request)  # everything checked here, at once
+        expected = assess_candidates(request, box)  # everything checked at once, with a sandbox
 
         before = runtime.ray_calls
         runtime.precheck(request)
@@ -161,16 +173,26 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
             m.setattr(ray_runtime, "assess_candidates", not_here)
             assert await runtime.assess(request) == expected
 
-        # The text changed after the early check (a revision the copy did not see): checked here.
+        # The text changed after the early check (a revision the copy did not see): checked
+        # again, on the actor (never here: DEV code runs only in an actor's sandbox).
         runtime.precheck(request)
         changed = (rated[0], Candidate("agent-dev-2", good + "\n", rated[1].peer_reviews))
         again = AssessmentInput("d-9", "DEV", "double", "", ("validate input",), changed, True)
-        assert await runtime.assess(again) == assess_candidates(again)
+        with monkeypatch.context() as m:
+            m.setattr(ray_runtime, "assess_candidates", not_here)
+            assert await runtime.assess(again) == assess_candidates(again, box)
 
-        # The actor dies under the early check: nothing is lost, the checks run here.
+        # The actor dies under the early check: nothing is lost, the checks run here, without
+        # running the code, and say so.
         ray.kill(runtime.actor_for("DEV", "agent-dev-1"), no_restart=True)
         runtime.precheck(request)
-        assert await runtime.assess(request) == expected
+        here = await runtime.assess(request)
+        assert [a.agent_id for a in here] == [a.agent_id for a in expected]
+        for a in here:
+            [dry] = [c for c in a.checks if c.check_type == "dryrun"]
+            assert dry.details["mode"] == "compile"
+            assert dry.details["executed"].startswith("not run: the agent runtime's actor")
+        assert here[1].score > here[0].score  # the broken code still loses
     finally:
         await runtime.close()
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.quality.problems import PROBLEMS, Problem, correct, signature
+from bench.quality.problems import ALL_PROBLEMS, PROBLEMS, Problem, correct, signature
+from bench.selection.corpus import all_cases
 from fleet_testing.loadgen import LoadGenServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -62,6 +63,29 @@ def test_voting_compares_what_programs_do_not_their_text() -> None:
     assert signature(p, fenced("def square(x):\n    return x + x")) != a
 
 
+TESTED = {c.task_id: c for c in all_cases() if c.acceptance_tests}
+
+
+def test_the_corpus_tasks_are_graded_by_their_hidden_acceptance_tests() -> None:
+    corpus = [p for p in ALL_PROBLEMS if p.kind == "tests"]
+    assert len(ALL_PROBLEMS) >= 40 and len(corpus) == len(TESTED)
+    for p in corpus:
+        case = TESTED[p.id]
+        graded = [correct(p, c) for c in case.candidates]
+        assert graded == [i == case.right_index for i in range(len(case.candidates))], p.id
+        assert p.acceptance not in p.task  # no method is shown the grading tests
+
+
+def test_voting_on_a_corpus_task_compares_outputs_on_the_tests_inputs_only() -> None:
+    p = next(p for p in ALL_PROBLEMS if p.id == "median")
+    case = TESTED["median"]
+    right, wrong = case.candidates[case.right_index], case.candidates[0]
+    assert signature(p, right) == signature(p, right.replace("s = sorted", "s = list(sorted"
+        ).replace("(xs)\n", "(xs))\n", 1))  # fmt: skip
+    assert signature(p, right) != signature(p, wrong)
+    assert "2.5" in (signature(p, right) or "")  # what median([4, 1, 3, 2]) returned, not a verdict
+
+
 async def test_the_harness_prints_the_table_with_each_method_graded() -> None:
     first, second = PROBLEMS[:2]
     assert (first.id, second.id) == ("apples", "square")
@@ -77,11 +101,13 @@ async def test_the_harness_prints_the_table_with_each_method_graded() -> None:
         calls = endpoint.counters.answered
     out, err = out_b.decode(), err_b.decode()
     assert proc.returncode == 0, err[-3000:]
-    assert re.search(r"apples\s+single=True\s+majority\(n=\d+\)=True\s+council=True", out), out
-    assert re.search(r"square\s+single=False\s+majority\(n=\d+\)=False\s+council=False", out)
+    right = r"apples\s+single=True\s+majority\(n=\d+\)=True\s+council=True\s+council\+exec=True"
+    assert re.search(right, out), out
+    wrong = r"square\s+single=False\s+majority\(n=\d+\)=False\s+council=False\s+council\+exec=False"
+    assert re.search(wrong, out), out
     assert "2 problems" in out and f"quality on {endpoint.url} model=loadgen" in out
-    rows = {m[0]: m[1:] for m in re.findall(r"^(\w+)\s+(\d+)/(\d+)\s+(\d+)\s", out, re.M)}
-    assert set(rows) == {"single", "majority", "council"}, out
+    rows = {m[0]: m[1:] for m in re.findall(r"^([\w+]+)\s+(\d+)/(\d+)\s+(\d+)\s", out, re.M)}
+    assert set(rows) == {"single", "majority", "council", "council+exec"}, out
     for method, (right, total, tokens) in rows.items():
         assert (right, total) == ("1", "2"), method
         assert int(tokens) > 0, f"{method}: token cost missing"

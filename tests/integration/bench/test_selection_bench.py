@@ -59,3 +59,24 @@ def test_bad_arguments_are_one_line_errors_naming_the_option() -> None:
     done = bench("--role", "QA")
     assert done.returncode == 2
     assert "--role/--expect: no case of the corpus matches" in done.stderr
+
+
+def test_with_acceptance_tests_run_in_the_sandbox_the_right_candidate_ranks_first() -> None:
+    # The DATA cases (about 30 candidates, each run in the sandbox against the acceptance tests
+    # and its peers' tests): checks alone tie them all, the run ranks each right one first.
+    args = ("--role", "DATA", "--show-misses")
+    alone = bench(*args)
+    assert row(alone.stdout, "tested")[2:5] == ["0", "0.0%", "10"], alone.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.selection", "--mode", "tests", *args, "--min-accuracy", "95"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "selection accuracy, tests" in done.stdout
+    cases, right, accuracy, ties, wrong = row(done.stdout, "tested")[1:]
+    assert (right, accuracy, ties, wrong) == (cases, "100.0%", "0", "0")
+    assert "bench.sandbox_bench" in done.stdout

@@ -38,6 +38,10 @@ def test_good_code_passes_everything() -> None:
         "policy": (True, 1.0),
         "dryrun": (True, 1.0),
         "lint": (True, 1.0),
+        "cross_exec": (
+            True,
+            1.0,
+        ),  # not applicable (does not count): nothing runs without a sandbox
     }
 
 
@@ -90,7 +94,8 @@ def test_other_roles_score_on_policy_when_their_role_checks_cannot_apply() -> No
 
     got = qa("Test plan: validate the input with empty and huge strings.")
     assert got == (1.0, {"policy": (True, 1.0)})
-    assert qa("Some unrelated words.") == (0.5, {"policy": (True, 0.5)})
+    # Non-empty passes the gate (0.5); the rank is policy's 0.5 alone: 0.5 + 0.5·0.5.
+    assert qa("Some unrelated words.") == (0.75, {"policy": (True, 0.5)})
     assert qa("   ") == (0.0, {"policy": (False, 0.0)})
 
 

@@ -130,7 +130,7 @@ async def test_the_better_proposal_of_the_last_agent_wins() -> None:
     assert done.rated() == {"dev-agent-1", "dev-agent-2", "dev-agent-3"}
     assert all(rv.reviewer != rv.target for rs in done.ratings.values() for rv in rs)
     checks = {c.check_type: c for c in done.final_proposals()[AgentId("dev-agent-3")].checks}
-    assert set(checks) == {"policy", "dryrun", "lint", "peer_review"}
+    assert set(checks) == {"policy", "dryrun", "lint", "cross_exec", "peer_review"}
     assert checks["peer_review"].score == round(8 / 9, 4)
 
 
