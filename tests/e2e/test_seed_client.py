@@ -112,6 +112,7 @@ def descendants(pid: int) -> list[int]:
 
 
 def gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie that only waits for its parent to reap it."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
     except (OSError, IndexError):
@@ -147,15 +148,17 @@ async def test_a_seed_client_runs_every_rpc_and_its_councils_survive_restarts(
 ) -> None:
     gen = generate_seed_stubs(tmp_path / "seedgen")
     async with LoadGenServer("scripted", script=SCRIPT) as lg:
-        env = {k: v for k, v in os.environ.items() if not any(x in k for x in EXTERNAL)}
-        env |= {
+        settings = {
             "FLEET_GRPC_PORT": str(free_port()),
             "FLEET_WEB_PORT": "0",
             "VLLM_URL": lg.url,
             "VLLM_MODEL": "loadgen",
             "FLEET_AGENT_RUNTIME": "local",
         }
-        node = FleetProcess(tmp_path / "node", "all", env)
+        node = FleetProcess(tmp_path / "node", "all", settings, start=False)
+        for name in [k for k in node.env if k not in settings and any(x in k for x in EXTERNAL)]:
+            del node.env[name]  # the test's own environment names no server for this node
+        node.spawn()
         try:
             address = (await asyncio.to_thread(node.wait_ready, 120))["grpc"]
             await every_rpc_in_the_seeds_shape(gen, address)
@@ -239,12 +242,14 @@ async def every_rpc_in_the_seeds_shape(gen: Path, address: str) -> None:
         {"rpc": "RegisterAgent", "request": {"agent_id": "agent-dev-004", "role": "DEV"}},
         {"rpc": "UnregisterAgent", "request": {"agent_id": "agent-qa-003", "role": "QA"}},
         {"rpc": "CreateCouncil", "request": {"role": "QA", "num_agents": 0}},
+        {"rpc": "CreateCouncil", "request": {"role": "DEV", "num_agents": 2}},
+        {"rpc": "RegisterAgent", "request": {"agent_id": "agent-dev-004", "role": "DEV"}},
         LIST,
         {"rpc": "GetMetrics", "request": {"metric_type": "all"}},
     ]  # fmt: skip
     (deliberate, result, stream, orch, backlog, backlog_done, approved, transition, dev_done,
      qa_done, derived, context, status, deleted, created, registered, unregistered, bad,
-     listing, metrics) = await seed_client(gen, address, calls)  # fmt: skip
+     exists, twice, listing, metrics) = await seed_client(gen, address, calls)  # fmt: skip
 
     assert ok(deliberate)["task_id"] == "seed-1"
     r = ok(result)
@@ -306,7 +311,15 @@ async def every_rpc_in_the_seeds_shape(gen: Path, address: str) -> None:
     assert made["agents_created"] == 2 and len(made["agent_ids"]) == 2 and made["council_id"]
     assert ok(registered)["success"] is True and ok(registered)["council_id"]
     assert ok(unregistered)["success"] is True
-    assert bad["error"]["code"] == "INVALID_ARGUMENT" and "num_agents" in bad["error"]["details"]
+    assert bad["error"]["code"] == "INVALID_ARGUMENT"
+    assert bad["error"]["details"].startswith("num_agents:")
+    # Bad input is a clear error naming the field, and changes nothing (the listing below).
+    assert exists["error"] == {
+        "code": "FAILED_PRECONDITION",
+        "details": "role: the DEV council exists already",
+    }
+    assert twice["error"]["code"] == "INVALID_ARGUMENT"
+    assert twice["error"]["details"].startswith("agent_id:")
 
     roles = councils(ok(listing))
     assert roles["DEV"] == ["agent-dev-001", "agent-dev-002", "agent-dev-003", "agent-dev-004"]
