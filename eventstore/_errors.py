@@ -59,8 +59,14 @@ class OutcomeUnknownError(OperationalError):
 def api_error(
     err_code: int | None, code: int | None, description: str, where: str
 ) -> DatabaseError:
-    """The persistence error for a JetStream API error response."""
+    """The persistence error for a JetStream API error response.
+
+    A 503 (no leader yet, the cluster electing one) is an ``OperationalError``: the request was
+    fine and the same one succeeds once the cluster is back, so a caller may wait and retry.
+    """
     msg = f"JetStream error {err_code} ({code}) on {where}: {description}"
+    if code == 503:
+        return OperationalError(msg)
     if err_code == WRONG_LAST_SEQUENCE:
         return WrongLastSequence(msg)
     if err_code in CONFLICT_CODES:

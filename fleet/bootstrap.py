@@ -23,6 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from eventsourcing.persistence import OperationalError
+
 from agent_runtime.api import AgentRuntime, Sampling
 from aggregates import Role
 from application.app import FleetApplication
@@ -74,6 +76,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RUN_FILE = "run.json"
+COUNCILS_START_WAIT_S = 120.0
+"""How long a starting node waits for the event store to take the councils' configuration
+(a clustered JetStream electing a leader answers 503 meanwhile) before it gives up."""
 
 
 class BackgroundPart(Protocol):
@@ -244,7 +249,17 @@ class FleetNode:
 
         assert self.app is not None
         councils = CouncilEventStore(self.app, ApplicationEventFeed(self.app))
-        changed = await councils.apply_configuration(configured_councils(self.settings))
+        wanted = configured_councils(self.settings)
+        deadline = time.monotonic() + COUNCILS_START_WAIT_S
+        while True:
+            try:
+                changed = await councils.apply_configuration(wanted)
+                break
+            except OperationalError as e:  # a cluster electing a leader: wait, do not exit
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("councils: the event store is not available yet (%s); retrying", e)
+                await asyncio.sleep(1.0)
         if changed:
             log.info("councils configured: %s", ", ".join(changed))
         await councils.start()
