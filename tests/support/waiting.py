@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -57,7 +57,7 @@ async def eventually(
                 got = await got
             error = None
             if got:
-                return got  # type: ignore[return-value]
+                return cast(T, got)
             last = got
         except ignoring as e:
             error = e
@@ -97,13 +97,15 @@ async def until_terminal(
 ) -> Deliberation:
     """The deliberation once it has reached a terminal status, read through ``store``."""
 
-    async def terminal() -> Deliberation | None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
         got = await store.get(deliberation_id)
-        return got if got.is_terminal else None
-
-    return await eventually(
-        terminal,
-        timeout=timeout,
-        interval=0.01,
-        what=f"{deliberation_id} never reached a terminal state",
-    )
+        if got.is_terminal:
+            return got
+        if loop.time() > deadline:
+            raise AssertionError(
+                f"{deliberation_id} never reached a terminal state within {timeout} s "
+                f"(status {got.status.value})"
+            )
+        await asyncio.sleep(0.01)

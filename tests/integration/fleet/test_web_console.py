@@ -190,7 +190,8 @@ async def test_submit_and_cancel_from_the_page(console: Console) -> None:
     await page.fill("textarea[name=task]", "write a sorting function")
     await page.fill("input[name=task_id]", "web-submit-1")
     await page.fill("input[name=rounds]", "3")
-    await page.fill("textarea[name=acceptance_tests]", "assert sort([2, 1]) == [1, 2]")
+    tests = "from solution import sort\n\ndef test_sorts():\n    assert sort([2, 1]) == [1, 2]\n"
+    await page.fill("textarea[name=acceptance_tests]", tests)
     await page.click("#submit button[type=submit]")
     await page.wait_for_url("**#/d/web-submit-1")
     await page.click("#cancel")

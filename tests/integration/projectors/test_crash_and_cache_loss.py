@@ -130,7 +130,7 @@ async def test_an_emptied_valkey_keeps_reads_answering_and_refills(
         own_valkey_server.kill()
         runs.append(scenarios.all_failed(app))  # lands while the cache is down
         for run in runs:  # reads keep answering, from replays
-            task_id = app.repository.get(run.deliberation_id).task_id
+            task_id = str(app.repository.get(run.deliberation_id).task_id)
             view = await queries.result(task_id)
             assert view == view_from_aggregate(app.repository.get(run.deliberation_id))
         await asyncio.sleep(0.3)
@@ -143,7 +143,7 @@ async def test_an_emptied_valkey_keeps_reads_answering_and_refills(
         assert report.ok, report.differences
         assert report.cache_misses == 0  # refilled from sequence 1, not only the new ones
         for run in runs:
-            task_id = app.repository.get(run.deliberation_id).task_id
+            task_id = str(app.repository.get(run.deliberation_id).task_id)
             assert (await queries.result(task_id)).position is not None  # served by the cache
     finally:
         runner.stop()
