@@ -35,7 +35,7 @@ from aggregates import (
 )
 from aggregates.council import check_agent_id, check_num_agents, default_agent_ids
 from application.app import FleetApplication
-from application.councils import CouncilAgentView, CouncilView
+from application.councils import CouncilAgentView, CouncilChange, CouncilView
 from application.ports import EventFeed
 
 __all__ = [
@@ -223,6 +223,26 @@ class CouncilEventStore:
             return
         self._versions[role] = version
         self._views[role] = None if c is None or c.deleted else view_of(c)
+
+    async def history(self, role: str) -> list[CouncilChange]:
+        """The council's events, oldest first, read from the store (never from the view)."""
+        r = Role.parse(role).value
+
+        def read() -> list[CouncilChange]:
+            out = []
+            for e in self._app.events.get(council_id(r)):
+                when: Any = getattr(e, "timestamp", None)  # every Council event has one
+                out.append(
+                    CouncilChange(
+                        version=e.originator_version,
+                        kind=type(e).__name__,
+                        at=when.isoformat() if when is not None else "",
+                        agent_id=str(getattr(e, "agent_id", "")),
+                    )
+                )
+            return out
+
+        return await asyncio.to_thread(read)
 
     async def _load_view(self, role: str) -> CouncilView | None:
         c = await asyncio.to_thread(self._load, role)

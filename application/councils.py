@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["CouncilAgentView", "CouncilDirectory", "CouncilView"]
+__all__ = ["CouncilAgentView", "CouncilChange", "CouncilDirectory", "CouncilView"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,18 @@ class CouncilView:
     """The council aggregate's version: a deliberation records the version it started with."""
 
 
+@dataclass(frozen=True)
+class CouncilChange:
+    """One event of a council's history, as a reader shows it (oldest first)."""
+
+    version: int
+    kind: str
+    """The event's name: Created, AgentRegistered, AgentUnregistered, Deleted, ..."""
+    at: str
+    """When it was recorded (ISO 8601)."""
+    agent_id: str = ""
+
+
 class CouncilDirectory(Protocol):
     """The current councils, from the events (never from start-up configuration alone)."""
 
@@ -53,4 +65,8 @@ class CouncilDirectory(Protocol):
 
     async def council(self, role: str) -> CouncilView | None:
         """The role's council, or None when it has none."""
+        ...
+
+    async def history(self, role: str) -> list[CouncilChange]:
+        """Every change of the role's council, oldest first (empty when it never had one)."""
         ...

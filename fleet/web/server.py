@@ -79,6 +79,7 @@ class WebConsole:
         r.add_get("/api/plans", self._plans)
         r.add_post("/api/plans", self._approve)
         r.add_get("/api/councils", self._list_councils)
+        r.add_get("/api/councils/{role}/history", self._council_history)
         r.add_get("/api/status", self._status)
         r.add_post("/api/projections/verify", self._verify)
         r.add_post("/api/query", self._query)
@@ -178,6 +179,19 @@ class WebConsole:
         councils = await self._councils.list_councils()
         return web.json_response(
             {"councils": [_present.plain_dataclass(c) for c in councils], "served": True}
+        )
+
+    async def _council_history(self, request: web.Request) -> web.Response:
+        """The council's events, oldest first: who joined and left it, and when."""
+        if self._councils is None:
+            return web.json_response({"changes": [], "served": False})
+        role = request.match_info["role"]
+        try:
+            changes = await self._councils.history(role)
+        except ValueError as e:  # an unknown role, named
+            return web.json_response({"error": f"role: {e}"}, status=400)
+        return web.json_response(
+            {"changes": [_present.plain_dataclass(c) for c in changes], "served": True}
         )
 
     async def _status(self, request: web.Request) -> web.Response:

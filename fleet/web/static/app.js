@@ -430,7 +430,18 @@ async function councilsPage() {
   if (!data.councils.length) return render(el("h1", { text: "Councils" }), el("p", { class: "muted", id: "no-councils" }, "no councils"));
   render(el("h1", { text: "Councils" }), el("div", { class: "grid" }, data.councils.map((c) => el("div", { class: "card" },
     el("strong", {}, `${c.role} council`), el("span", { class: "muted" }, ` v${c.version} · ${c.deliberation_rounds} round(s) · peer review ${c.enable_peer_review ? "on" : "off"}`),
-    el("table", {}, el("tbody", {}, (c.agents || []).map((a) => el("tr", {}, el("td", {}, a.agent_id), el("td", {}, a.model || c.model || "default model"), el("td", {}, a.endpoint || "")))))))));
+    el("table", {}, el("tbody", {}, (c.agents || []).map((a) => el("tr", {}, el("td", {}, a.agent_id), el("td", {}, a.model || c.model || "default model"), el("td", {}, a.endpoint || ""))))),
+    el("details", { class: "council-history", "data-role": c.role }, el("summary", {}, "history"), el("div", { class: "history-body" }, "…"))))));
+  document.querySelectorAll("details.council-history").forEach((d) => d.addEventListener("toggle", async () => {
+    if (!d.open || d.dataset.loaded) return;
+    d.dataset.loaded = "1";
+    const body = d.querySelector(".history-body");
+    try {
+      const h = await api(`/api/councils/${encodeURIComponent(d.dataset.role)}/history`);
+      body.replaceChildren(el("table", {}, el("tbody", {}, h.changes.map((x) => el("tr", {},
+        el("td", {}, `v${x.version}`), el("td", {}, x.kind), el("td", {}, x.agent_id || ""), el("td", { class: "muted" }, x.at))))));
+    } catch (e) { body.replaceChildren(el("p", { class: "error" }, e.message)); }
+  }));
 }
 
 async function projectionsPage() {

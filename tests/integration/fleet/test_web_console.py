@@ -23,7 +23,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from application.councils import CouncilAgentView, CouncilView
+from application.councils import CouncilAgentView, CouncilChange, CouncilView
 from application.listing import DeliberationListing
 from application.queries import DeliberationQueries, LocalGraphReader
 from application.replay import replay
@@ -94,6 +94,9 @@ class _Councils:
 
     async def council(self, role: str) -> CouncilView | None:
         return (await self.list_councils())[0] if role == "QA" else None
+
+    async def history(self, role: str) -> list[CouncilChange]:
+        return [CouncilChange(1, "Created", "2026-11-25T00:00:00+00:00")]
 
 
 async def _finished(client: FleetClient, task_id: str) -> Any:
@@ -326,8 +329,15 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
 
     page = await console.page("#/councils")
     # the node's own councils: the seed's five, created as events on first start
-    seeded = await page.locator("main .card", has_text="DEV council").inner_text()
+    dev = page.locator("main .card", has_text="DEV council")
+    seeded = await dev.inner_text()
     assert "agent-dev-001" in seeded and "agent-dev-003" in seeded
+    # its history, from the council's events: created, then its three agents registered
+    await dev.locator("details.council-history summary").click()
+    history = dev.locator(".history-body table")
+    await history.wait_for()
+    text = await history.inner_text()
+    assert "Created" in text and text.count("AgentRegistered") == 3 and "agent-dev-002" in text
     web = console.node.servers["web"]
     assert isinstance(web, WebConsole)
     with_councils = WebConsole(web.services, councils=_Councils())
