@@ -249,6 +249,7 @@ async def run(args: argparse.Namespace) -> None:
         llm_max_in_flight=max_in_flight,
         agent_call_timeout=30.0,
         plan_consumer=False,
+        sandbox=args.sandbox,
     )
     stop_cache = None
     try:
@@ -456,6 +457,12 @@ def main() -> None:
     p.add_argument("--deliberations", type=int, default=300)
     p.add_argument("--in-flight", type=int, default=50)
     p.add_argument("--runtime", choices=("ray", "local"), default="ray")
+    p.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "off"),
+        default="auto",
+        help="FLEET_SANDBOX: off measures the orchestration alone, auto adds executed checks",
+    )
     p.add_argument("--no-peer-review", action="store_true")
     p.add_argument(
         "--delay", type=float, default=0.0, help="seconds the load generator waits per answer"
