@@ -1,5 +1,5 @@
 """The dispatchers' own ports: how several dispatcher processes share the work (``WorkQueue``,
-``Claim``). The JetStream adapter is ``jetstream_work_queue``, beside this module.
+``Claim``). The JetStream adapter is ``dispatchers.jetstream.work_queue``.
 
 The store and the event feed a dispatcher works through are the application layer's ports
 (``application.ports``).

@@ -1,6 +1,6 @@
 """Story phase changes: a ``planning.story.transitioned`` body, recorded on the Story aggregate.
 
-Pure policy (the NATS consumer is ``dispatchers.story_transitions``; the gRPC
+Pure policy (the NATS consumer is ``dispatchers.jetstream.story_transitions``; the gRPC
 ``ProcessPlanningEvent`` may call the same two functions):
 
 * ``parse_story_transition`` reads the planning service's JSON (story_id, from_phase, to_phase,

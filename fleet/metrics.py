@@ -119,7 +119,7 @@ class QueueProbe:
 
 
 def dispatcher_queue(stream: str, durable: str = "fleet-dispatchers") -> QueueProbe:
-    """The dispatchers' work queue (``dispatchers.jetstream_work_queue``: ``<stream>_WORK``, one
+    """The dispatchers' work queue (``dispatchers.jetstream.work_queue``: ``<stream>_WORK``, one
     consumer)."""
     return QueueProbe(stream, durable)
 

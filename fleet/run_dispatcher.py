@@ -24,11 +24,11 @@ from dispatchers.context import StoreContextSource
 from dispatchers.councils import Councils, parse_councils
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.derivation import DerivationStore
-from dispatchers.jetstream_work_queue import JetStreamWorkQueue
-from dispatchers.plan_approvals import PlanApprovalConsumer
+from dispatchers.jetstream.plan_approvals import PlanApprovalConsumer
+from dispatchers.jetstream.story_transitions import StoryTransitionConsumer
+from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from dispatchers.plans import PlanDispatcher, PlanOptions
 from dispatchers.story_phases import StoryStore
-from dispatchers.story_transitions import StoryTransitionConsumer
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 
 from agent_runtime._nats_wire import QueueNames
 from agent_runtime.nats_runtime import NatsAgentRuntime
-from dispatchers.jetstream_work_queue import JetStreamWorkQueue
+from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name

@@ -21,7 +21,7 @@ from agent_runtime._nats_wire import QueueNames
 from agent_runtime.council import CouncilMember
 from agent_runtime.nats_runtime import NatsAgentRuntime
 from agent_runtime.worker import AgentWorker
-from dispatchers.jetstream_work_queue import JetStreamWorkQueue
+from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM, StreamSetupError
 from tests.fixtures.nats import NatsCluster, unique_stream_name

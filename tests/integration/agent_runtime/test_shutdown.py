@@ -14,7 +14,7 @@ import pytest
 
 from agent_runtime._nats_wire import QueueNames
 from agent_runtime.nats_runtime import NatsAgentRuntime
-from dispatchers.jetstream_work_queue import JetStreamWorkQueue
+from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from tests.fixtures.nats import unique_stream_name
 
 pytestmark = pytest.mark.timeout(60)

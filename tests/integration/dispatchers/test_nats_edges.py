@@ -16,13 +16,13 @@ from nats.js.api import ConsumerConfig
 from aggregates import Plan, plan_id_of
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
-from dispatchers.jetstream_work_queue import JetStreamClaim, JetStreamWorkQueue
-from dispatchers.plan_approvals import (
+from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
     PLAN_SUBJECT,
     PlanApprovalConsumer,
 )
+from dispatchers.jetstream.work_queue import JetStreamClaim, JetStreamWorkQueue
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)

@@ -26,7 +26,7 @@ from nats.js.errors import NotFoundError
 from aggregates import Plan, plan_id_of
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
-from dispatchers.plan_approvals import (
+from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
     PLAN_STREAM,

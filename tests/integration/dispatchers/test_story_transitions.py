@@ -13,7 +13,7 @@ import pytest
 from aggregates.story import Phase, Story, story_id_of
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore
-from dispatchers.story_transitions import STORY_SUBJECT, StoryTransitionConsumer
+from dispatchers.jetstream.story_transitions import STORY_SUBJECT, StoryTransitionConsumer
 from fleet.embedded.nats import NatsServer
 from natsio import DEAD_LETTER_STREAM
 from tests.support.waiting import eventually

@@ -21,7 +21,7 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from aggregates import plan_id_of
-from dispatchers.plan_approvals import (
+from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
     PLAN_STREAM,

@@ -11,8 +11,8 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import APIError
 
-from dispatchers import jetstream_work_queue
-from dispatchers.jetstream_work_queue import JetStreamWorkQueue
+from dispatchers.jetstream import work_queue as jetstream_work_queue
+from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 
 
 class ScriptedJetStream:

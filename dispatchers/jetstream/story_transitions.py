@@ -1,8 +1,8 @@
 """The ``planning.story.transitioned`` consumer: NATS JetStream at the edge, policy in
 ``dispatchers.story_phases``.
 
-Like the plan-approval consumer (``dispatchers.planning_consumer`` holds what they share): a
-durable pull consumer shared by every dispatcher process; a good transition is recorded on the
+Like the plan-approval consumer (``dispatchers.jetstream.planning_consumer`` holds what they
+share): a durable pull consumer shared by every dispatcher process; a good transition is recorded on the
 Story aggregate (idempotent, so a redelivery changes nothing) and acked; a bad body is parked on
 ``fleet.deadletter.planning.story.transitioned`` with the reason and terminated. When no stream
 holds the subject, ``PLANNING_STORIES`` is created for it (the seed system's ``PLANNING_EVENTS``,
@@ -20,7 +20,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aggregates import InvalidDeliberationError
-from dispatchers.planning_consumer import PlanningConsumer
+from dispatchers.jetstream.planning_consumer import PlanningConsumer
 from dispatchers.story_phases import (
     BadStoryTransition,
     StoryStore,

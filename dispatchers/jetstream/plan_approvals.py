@@ -32,7 +32,7 @@ from nats.aio.msg import Msg
 
 from aggregates import InvalidDeliberationError
 from application.ports import PlanStore
-from dispatchers.planning_consumer import PlanningConsumer, subject_stream
+from dispatchers.jetstream.planning_consumer import PlanningConsumer, subject_stream
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from natsio import DEAD_LETTER_PREFIX, DEAD_LETTER_STREAM, servers
 
