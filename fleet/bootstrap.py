@@ -193,6 +193,7 @@ class FleetNode:
                 self.watch("dispatcher", dispatcher)
                 self.watch("plan dispatcher", parts.plans)
                 if parts.plan_consumer is not None:
+                    self.servers["plan approvals"] = parts.plan_consumer
                     self.watch("plan approvals", parts.plan_consumer)
                 if parts.story_consumer is not None:
                     self.watch("story transitions", parts.story_consumer)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dispatchers.planning_start import PlanningStart
+
 DEFAULT_GRPC_PORT = 50055  # the seed's port
 EMBEDDED_MODEL_ALIAS = "gemma-3-270m"
 DEFAULT_REMOTE_MODEL = "Qwen/Qwen3-0.6B"
@@ -31,6 +33,13 @@ SANDBOX_MODES = ("auto", "bwrap", "off")
 
 class ConfigError(ValueError):
     """A setting is malformed; the message names the variable."""
+
+
+def _planning_start(text: str | None) -> PlanningStart:
+    try:
+        return PlanningStart.parse(text)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
@@ -157,6 +166,10 @@ class Settings:
     outbox: bool = True
     """``FLEET_OUTBOX``: the projectors publish integration events on ``orchestration.>``
     (``ORCHESTRATOR_EVENTS``) for the rest of the seed system (``docs/integration-events.md``)."""
+    planning_start: PlanningStart = field(default_factory=PlanningStart)
+    """``FLEET_PLANNING_START``: where the planning consumers begin when their durables are
+    created (``new``: the stream's tail, the default, so a cut-over replays nothing; ``all``; an
+    RFC 3339 time; a stream sequence). An existing durable resumes where it stands."""
     plan_agents: int = 3
     plan_rounds: int = 1
     agent_backend: str = "ray"
@@ -240,6 +253,7 @@ class Settings:
             plan_consumer=(_first(e, "FLEET_PLAN_CONSUMER") or "on").lower()
             not in ("off", "0", "false"),
             outbox=(_first(e, "FLEET_OUTBOX") or "on").lower() not in ("off", "0", "false"),
+            planning_start=_planning_start(_first(e, "FLEET_PLANNING_START")),
             plan_agents=_int(e, 3, "FLEET_PLAN_AGENTS"),
             plan_rounds=_int(e, 1, "FLEET_PLAN_ROUNDS"),
             agent_backend=(_first(e, "FLEET_AGENT_BACKEND") or "ray").lower(),

@@ -120,12 +120,14 @@ async def start_dispatch(
     await stack.enter_async_context(plans)
     consumer = None
     if s.plan_consumer:
-        consumer = await PlanApprovalConsumer.connect(nats_url, store, replicas=s.stream_replicas)
+        consumer = await PlanApprovalConsumer.connect(
+            nats_url, store, replicas=s.stream_replicas, start=s.planning_start
+        )
         await stack.enter_async_context(consumer)
     stories = None
     if s.plan_consumer and story_store is not None:
         stories = await StoryTransitionConsumer.connect(
-            nats_url, story_store, replicas=s.stream_replicas
+            nats_url, story_store, replicas=s.stream_replicas, start=s.planning_start
         )
         await stack.enter_async_context(stories)
     return DispatchParts(dispatcher, plans, work_queue, consumer, stories)

@@ -33,6 +33,7 @@ from nats.aio.msg import Msg
 from aggregates import InvalidDeliberationError
 from application.ports import PlanStore
 from dispatchers.jetstream.planning_consumer import PlanningConsumer, subject_stream
+from dispatchers.planning_start import PlanningStart
 from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from natsio import DEAD_LETTER_PREFIX, DEAD_LETTER_STREAM, servers
 
@@ -62,6 +63,8 @@ class PlanApprovalConsumer(PlanningConsumer):
         max_deliver: deliveries before a transiently failing message is parked.
         ack_wait_s: how long a delivery may stay unacknowledged before it is redelivered.
         replicas: copies of the streams it creates (``FLEET_STREAM_REPLICAS``).
+        start: where the durable begins when it is created (``FLEET_PLANNING_START``; the
+            stream's tail by default, so a cut-over replays no old approval).
     """
 
     subject = PLAN_SUBJECT
@@ -80,6 +83,7 @@ class PlanApprovalConsumer(PlanningConsumer):
         owns_connection: bool = False,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
         replicas: int = 1,
+        start: PlanningStart | None = None,
     ) -> None:
         super().__init__(
             nc,
@@ -89,6 +93,7 @@ class PlanApprovalConsumer(PlanningConsumer):
             ack_wait_s=ack_wait_s,
             owns_connection=owns_connection,
             replicas=replicas,
+            start=start,
         )
         self._store = store
         self._clock = clock

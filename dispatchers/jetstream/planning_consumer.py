@@ -15,19 +15,29 @@ nak'ed with back-off, and parked the same way once it has been delivered ``max_d
 The streams it creates (one for the subject when no stream holds it, ``FLEET_DEADLETTER``) get
 ``replicas`` copies (``FLEET_STREAM_REPLICAS``); an existing stream that holds the subject is
 left as it is: it is the planning service's.
+
+Cut-over: when Fleet takes over from the seed orchestrator, the planning service's stream
+(``PLANNING_EVENTS``) still retains approvals the old orchestrator handled long ago. A durable
+created with JetStream's default deliver policy would hand every one of them to Fleet, which
+would deliberate each again. So the durable, when it does not exist yet, starts where
+``start`` says (``FLEET_PLANNING_START``): at the stream's tail by default (``new``), or at its
+head (``all``), a time, or a stream sequence; what that skips is logged with its count. A durable
+that exists is never touched: a restart resumes where it stands, whatever ``start`` says.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from typing import Any, ClassVar
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, StreamConfig
+from nats.js.api import ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamConfig
 from nats.js.errors import NotFoundError
 
+from dispatchers.planning_start import PlanningStart
 from lifecycle import BackgroundService
 from natsio import (
     DEAD_LETTER_PREFIX,
@@ -36,9 +46,20 @@ from natsio import (
     pull_batches,
 )
 
-__all__ = ["PlanningConsumer", "subject_stream"]
+__all__ = ["PlanningConsumer", "PlanningStart", "subject_stream"]
 
 log = logging.getLogger(__name__)
+
+
+def _deliver_from(start: PlanningStart) -> dict[str, Any]:
+    """The deliver-policy fields of a new consumer that begins at ``start``."""
+    if start.policy == "all":
+        return {"deliver_policy": DeliverPolicy.ALL}
+    if start.policy == "sequence":
+        return {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": start.sequence}
+    if start.policy == "time":
+        return {"deliver_policy": DeliverPolicy.BY_START_TIME, "opt_start_time": start.time}
+    return {"deliver_policy": DeliverPolicy.NEW}
 
 
 async def subject_stream(js: Any, name: str, subject: str, *, replicas: int = 1) -> str:
@@ -63,6 +84,7 @@ class PlanningConsumer(BackgroundService):
         max_deliver: deliveries before a transiently failing message is parked.
         ack_wait_s: how long a delivery may stay unacknowledged before it is redelivered.
         replicas: copies of the streams it creates (``FLEET_STREAM_REPLICAS``).
+        start: where the durable begins if it does not exist yet (see the module docstring).
     """
 
     subject: ClassVar[str]
@@ -80,6 +102,7 @@ class PlanningConsumer(BackgroundService):
         ack_wait_s: float = 30.0,
         owns_connection: bool = False,
         replicas: int = 1,
+        start: PlanningStart | None = None,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -89,8 +112,13 @@ class PlanningConsumer(BackgroundService):
         self._ack_wait_s = ack_wait_s
         self._owns = owns_connection
         self._replicas = replicas
+        self._start = start or PlanningStart()
         self.accepted = 0
         self.parked = 0
+        self.skipped: int | None = None
+        """What the durable skipped when this process created it (None: it existed)."""
+        self.consuming = asyncio.Event()
+        """Set once the durable is bound: a message published from then on is delivered."""
 
     @property
     def dead_letter_subject(self) -> str:
@@ -104,16 +132,50 @@ class PlanningConsumer(BackgroundService):
     async def run(self) -> None:
         stream = await subject_stream(self._js, self._stream, self.subject, replicas=self._replicas)
         await ensure_stream(self._js, dead_letter_stream_config(self._replicas))
-        sub = await self._js.pull_subscribe(
-            self.subject,
-            durable=self._durable,
-            stream=stream,
-            config=ConsumerConfig(ack_wait=self._ack_wait_s, max_deliver=self.max_deliver),
-        )
+        await self._create_durable(stream)
+        sub = await self._js.pull_subscribe_bind(self._durable, stream)
+        self.consuming.set()
         log.info("consuming %s from stream %s as %s", self.subject, stream, self._durable)
         async for msgs in pull_batches(sub, batch=32, what=f"consumer {self._durable}"):
             for msg in msgs:
                 await self.handle(msg)
+
+    async def _create_durable(self, stream: str) -> None:
+        """Create the durable where ``start`` says, unless it exists; log what it skipped."""
+        with contextlib.suppress(NotFoundError):
+            info = await self._js.consumer_info(stream, self._durable)
+            log.info(
+                "%s: durable %s exists; resuming where it stands (%d pending)",
+                self.subject,
+                self._durable,
+                info.num_pending or 0,
+            )
+            return
+        retained = await self._retained(stream)
+        config = ConsumerConfig(
+            durable_name=self._durable,
+            filter_subject=self.subject,
+            ack_wait=self._ack_wait_s,
+            max_deliver=self.max_deliver,
+            **_deliver_from(self._start),
+        )
+        # Two processes starting together create the same config: the second gets the first's.
+        created: ConsumerInfo = await self._js.add_consumer(stream, config=config)
+        self.skipped = max(0, retained - (created.num_pending or 0))
+        log.warning(
+            "%s: new durable %s starts at %s (FLEET_PLANNING_START): %d retained message(s) "
+            "skipped, %d to consume",
+            self.subject,
+            self._durable,
+            self._start,
+            self.skipped,
+            created.num_pending or 0,
+        )
+
+    async def _retained(self, stream: str) -> int:
+        """How many messages of the subject the stream holds now."""
+        info = await self._js.stream_info(stream, subjects_filter=self.subject)
+        return int((info.state.subjects or {}).get(self.subject, 0))
 
     async def handle(self, msg: Msg) -> None:
         """One delivery: record, park, or nak for a retry. Never raises."""

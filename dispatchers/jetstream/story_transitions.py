@@ -2,11 +2,11 @@
 ``dispatchers.story_phases``.
 
 Like the plan-approval consumer (``dispatchers.jetstream.planning_consumer`` holds what they
-share): a durable pull consumer shared by every dispatcher process; a good transition is recorded on the
-Story aggregate (idempotent, so a redelivery changes nothing) and acked; a bad body is parked on
-``fleet.deadletter.planning.story.transitioned`` with the reason and terminated. When no stream
-holds the subject, ``PLANNING_STORIES`` is created for it (the seed system's ``PLANNING_EVENTS``,
-``planning.>``, holds it where that system runs).
+share): a durable pull consumer shared by every dispatcher process; a good transition is recorded
+on the Story aggregate (idempotent, so a redelivery changes nothing) and acked; a bad body is
+parked on ``fleet.deadletter.planning.story.transitioned`` with the reason and terminated. When
+no stream holds the subject, ``PLANNING_STORIES`` is created for it (the seed system's
+``PLANNING_EVENTS``, ``planning.>``, holds it where that system runs).
 """
 
 from __future__ import annotations

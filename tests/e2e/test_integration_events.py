@@ -61,6 +61,13 @@ async def test_a_plan_for_two_roles_reaches_a_plain_consumer_once_through_projec
         try:
             await asyncio.to_thread(projector.wait_ready, 90)
             await asyncio.to_thread(dispatcher.wait_ready, 90)
+            # Its consumers start at the stream's tail: publish once they are there.
+            for durable in ("fleet-plans", "fleet-stories"):
+                await eventually(
+                    lambda d=durable: js.consumer_info("PLANNING_EVENTS", d),  # type: ignore[misc]
+                    timeout=30,
+                    ignoring=(nats.js.errors.NotFoundError,),
+                )
             story = {"story_id": "story-7", "from_phase": "DESIGN", "to_phase": "BUILD"}
             await js.publish("planning.story.transitioned", json.dumps(story).encode())
             plan = {"plan_id": "plan-7", "story_id": "story-7", "approved_by": "po",

@@ -53,8 +53,10 @@ async def test_plan_approvals_are_recorded_once_and_bad_ones_parked(
     js = nc.jetstream()
     durable = f"plans-{uuid.uuid4().hex[:8]}"
     async with PlanApprovalConsumer(nc, store, durable=durable, max_deliver=3) as consumer:
-        # the consumer creates the stream when none holds the subject
-        await eventually(lambda: _has_stream(js, PLAN_SUBJECT))
+        # the consumer creates the stream when none holds the subject, then its durable at the
+        # stream's tail: what is published from then on is delivered
+        await asyncio.wait_for(consumer.consuming.wait(), 10)
+        assert await _has_stream(js, PLAN_SUBJECT) and consumer.skipped == 0
         await js.publish(PLAN_SUBJECT, b"{not json")
         await js.publish(PLAN_SUBJECT, json.dumps({"story_id": "s"}).encode())
         await js.publish(PLAN_SUBJECT, json.dumps(good).encode())

@@ -33,7 +33,8 @@ async def test_transitions_are_recorded_once_and_bad_ones_parked_with_the_reason
     good = {"story_id": "s-1", "from_phase": "DESIGN", "to_phase": "BUILD", "timestamp": 1.7e9}
     try:
         async with StoryTransitionConsumer(nc, store, max_deliver=2) as consumer:
-            await eventually(lambda: _has_stream(js, STORY_SUBJECT), timeout=10)
+            await asyncio.wait_for(consumer.consuming.wait(), 10)
+            assert await _has_stream(js, STORY_SUBJECT)
             for body in [
                 json.dumps(good).encode(),
                 json.dumps(good).encode(),  # the planning service published it twice
