@@ -31,13 +31,21 @@ RETURN label(r) AS link, s.phase AS phase
 """
 
 
-async def _publish_when_consumed(url: str, subject: str, body: dict[str, str]) -> None:
-    """Publish once a stream holds ``subject`` (the node's consumer makes it in the background)."""
+async def _publish_when_consumed(
+    url: str, subject: str, body: dict[str, str], durable: str = "fleet-stories"
+) -> None:
+    """Publish once the node's consumer of ``subject`` exists (it makes the stream, then its
+    durable at the stream's tail, in the background)."""
     nc = await nats.connect(url)
     try:
         js = nc.jetstream()
-        await eventually(
+        stream = await eventually(
             lambda: js.find_stream_name_by_subject(subject),
+            timeout=20,
+            ignoring=(nats.js.errors.NotFoundError,),
+        )
+        await eventually(
+            lambda: js.consumer_info(stream, durable),
             timeout=20,
             ignoring=(nats.js.errors.NotFoundError,),
         )
