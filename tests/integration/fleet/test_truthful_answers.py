@@ -3,7 +3,7 @@ against the load generator, real JetStream):
 
 * a check that did not run is never passed: with the sandbox off, a plan's DEV deliberation read
   through the *seed's own* proto claims no dry run, no exit code and no ``all_passed``;
-* each proposal carries the time it was received and its earlier versions;
+* each proposal carries the time it was received (its event's) and its earlier versions;
 * GetStatus stops saying "healthy" when the model endpoint stops, and says it again once it is
   back;
 * DeriveSubtasks with no council able to answer is UNAVAILABLE and records nothing, and a later
@@ -128,11 +128,11 @@ async def test_each_proposal_carries_its_own_time_and_its_earlier_versions(node:
             data = json.loads(e.data_json)
             received.setdefault(data["agent_id"], []).append((e.timestamp_ms, data["content"]))
     assert len(received) == 3
-    times = [p.proposal.created_at_ms for p in r.results]
-    assert len(set(times)) == len(times), times  # each its own, not the deliberation's update
-    ended = max(e.timestamp_ms for e in history.events)
+    ended = max(e.timestamp_ms for e in history.events)  # what every proposal said before
     for p in r.results:
         versions = received[p.proposal.author_id]
+        # its own event's time (the agents answer in the same few ms here, so equal times
+        # between agents are possible: each is still its own proposal's)
         assert p.proposal.created_at_ms == versions[-1][0] < ended
         assert p.proposal.content == versions[-1][1]
         assert list(p.proposal.revisions) == [c for _, c in versions[:-1]]
@@ -145,11 +145,11 @@ async def test_get_status_follows_the_model_endpoint_down_and_up(node: Node) -> 
         return s if s.status == word else None
 
     up = await eventually(lambda: said("healthy"), timeout=30, what="healthy at first")
-    assert list(up.problems) == []
     await node.model.stop()
     down = await eventually(
         lambda: said("unhealthy"), timeout=15, what="unhealthy with the model endpoint stopped"
     )
+    assert list(up.problems) == []
     assert any(node.model.url in p for p in down.problems), down.problems
     await node.model.start()  # the same port again
     await eventually(lambda: said("healthy"), timeout=15, what="healthy once it is back")
