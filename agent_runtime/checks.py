@@ -416,8 +416,9 @@ def assess_candidates(
             if c.agent_id in executed:
                 dry, cross = executed[c.agent_id]
             else:
-                dry, cross = not_executed(dryrun_check(mine), not_run), not_applicable(
-                    "cross_exec", not_run
+                dry, cross = (
+                    not_executed(dryrun_check(mine), not_run),
+                    not_applicable("cross_exec", not_run),
                 )
                 if request.acceptance_tests.strip():
                     details = dry.details | {"acceptance": f"{not_run} (tests given)"}
