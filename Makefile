@@ -36,7 +36,7 @@ lint:
 	$(VENV)/bin/lint-imports
 
 typecheck:
-	$(VENV)/bin/mypy aggregates natsio lifecycle application eventstore dispatchers projectors agent_runtime fleet fleet_testing bench
+	$(VENV)/bin/mypy aggregates natsio lifecycle application eventstore dispatchers projectors agent_runtime fleet fleet_testing bench tests/support/doubles.py
 
 clean:
 	rm -rf .fleet .pytest_cache .ruff_cache .mypy_cache

@@ -13,7 +13,8 @@ Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
   tail, passed/failed). With acceptance tests it *gates*
   (``details["gate"] == "true"``); without, it checks the solution imports. Where no sandbox
   can run, model code is never executed: ``dryrun`` is ``compile()`` (``details["mode"] ==
-  "compile"``) and ``details["executed"]`` says "not run: <reason>".
+  "compile"``), ``details["executed"]`` says "not run: <reason>", and it does not pass (it
+  ranks by what compiled; ``not_executed``): a run that did not happen is never passed.
 * ``cross_exec`` where ``dryrun`` runs: CodeT's dual agreement: every candidate runs against
   every peer's tests (blocks with a ``def test_...``); its row of the pass matrix is in
   ``details`` (``tests:<peer>`` -> passed/total), its score the weighted agreement.
@@ -24,7 +25,7 @@ Checks, in the seed's CheckSuite terms (``CheckOutcome.check_type``):
 * ``peer_review`` the peers' ratings, when they rated.
 
 A check that cannot apply (no sandbox, no peer tests, no shell block for shellcheck, ...) says
-so (``applicability``: it passes, its message starts "not applicable: ", and
+so (``applicability``: it does not pass, its message starts "not applicable: ", and
 ``details["applicable"] == "false"``): it does not count, neither in the gate nor in the rank.
 
 Score (each check's score is in [0, 1]; ``score``):
@@ -68,7 +69,7 @@ from agent_runtime.qa_run import REFERENCE_KEY, test_run_check
 from agent_runtime.role_checks import RoleCheckConfig, ToolUnavailableError, ruff_lint
 from agent_runtime.role_checks import role_checks as checks_of_role
 from agent_runtime.sandbox import DisabledSandbox, Sandbox, SandboxLimits
-from aggregates.values import CheckOutcome
+from aggregates.values import EXECUTED_KEY, CheckOutcome
 
 __all__ = [
     "CODE_ROLES",
@@ -84,6 +85,7 @@ __all__ = [
     "lint_check",
     "lint_source",
     "needs_sandbox",
+    "not_executed",
     "peer_review_check",
     "policy_check",
     "rank_weight",
@@ -225,6 +227,16 @@ def dryrun_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
         message,
         details | {"exit_code": "0" if not failures else "1"},
     )
+
+
+def not_executed(compiled: CheckOutcome, not_run: str) -> CheckOutcome:
+    """The dry run where nothing could execute (``not_run``: "not run: <why>"): ``compiled``
+    (``dryrun_check``) still ranks by what compiled, but it never passes, and it claims no exit
+    code: a run that did not happen neither passed nor exited."""
+    details = {k: v for k, v in compiled.details.items() if k != "exit_code"}
+    details[EXECUTED_KEY] = not_run
+    message = f"{not_run}; compile only: {compiled.message}"
+    return replace(compiled, passed=False, message=message, details=details)
 
 
 def lint_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
@@ -404,11 +416,13 @@ def assess_candidates(
             if c.agent_id in executed:
                 dry, cross = executed[c.agent_id]
             else:
-                dry, cross = dryrun_check(mine), not_applicable("cross_exec", not_run)
-                details = dry.details | {"executed": not_run}
+                dry, cross = (
+                    not_executed(dryrun_check(mine), not_run),
+                    not_applicable("cross_exec", not_run),
+                )
                 if request.acceptance_tests.strip():
-                    details["acceptance"] = f"{not_run} (tests given)"
-                dry = replace(dry, details=details)
+                    details = dry.details | {"acceptance": f"{not_run} (tests given)"}
+                    dry = replace(dry, details=details)
             checks = (*checks, dry, cross)
             if role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
                 checks = (*checks, lint_check(mine))

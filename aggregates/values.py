@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, NewType
@@ -59,6 +60,16 @@ _TERMINAL = frozenset(
 )
 
 
+APPLICABLE_KEY = "applicable"
+NOT_APPLICABLE = "false"
+"""``details[APPLICABLE_KEY]`` of a check that could not judge the answer (no sandbox, no peer
+tests, no shell block for shellcheck, ...)."""
+EXECUTED_KEY = "executed"
+NOT_RUN = "not run"
+"""``details[EXECUTED_KEY]`` starts with this on a check that should have executed code and did
+not (the dry run without a sandbox): it says why."""
+
+
 @dataclass(frozen=True)
 class CheckOutcome:
     """One check on a proposal, in the seed's CheckResult shape (policy, lint, dryrun, …)."""
@@ -68,6 +79,27 @@ class CheckOutcome:
     score: float
     message: str = ""
     details: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def applicable(self) -> bool:
+        """Whether the check could judge the answer at all (``details["applicable"]``): one
+        that could not says so and counts nowhere, neither in the score nor in "all passed"."""
+        return self.details.get(APPLICABLE_KEY) != NOT_APPLICABLE
+
+    @property
+    def ran(self) -> bool:
+        """Whether the check did what its name says: applicable, and (a dry run) executed.
+
+        A dry run with no sandbox only compiles (``details["executed"]`` = "not run: <why>");
+        it still ranks by what compiled, but it ran nothing, so it never reads as passed.
+        """
+        return self.applicable and not self.details.get(EXECUTED_KEY, "").startswith(NOT_RUN)
+
+    @property
+    def passed_run(self) -> bool:
+        """Passed, and ran: what a reader may call "passed" (stored events from before this
+        rule said ``passed`` for checks that did not run; this reads them truthfully too)."""
+        return self.passed and self.ran
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +113,16 @@ class CheckOutcome:
             message=str(data.get("message", "")),
             details={str(k): str(v) for k, v in dict(data.get("details", {})).items()},
         )
+
+
+def all_checks_passed(checks: Sequence[CheckOutcome]) -> bool:
+    """Every check that applies ran and passed, and at least one applies.
+
+    A check that could not apply is left out (it judged nothing either way); a dry run that
+    did not execute makes the answer false: nothing can claim a run that did not happen.
+    """
+    counted = [c for c in checks if c.applicable]
+    return bool(counted) and all(c.passed_run for c in counted)
 
 
 REVIEW_SOURCES = ("structured", "parsed", "fallback", "error")

@@ -12,7 +12,8 @@ What is counted:
 * a deliberation: a ``Requested`` event; an orchestration: an ``OrchestrationRequested``;
 * its time: request to terminal event (``Completed``/``TimedOut``/``Failed``/``Cancelled``);
 * an agent call: a ``ProposalReceived`` (its ``latency_ms`` is the call's) or an ``AgentFailed``;
-  an agent is busy while a deliberation it was started with (``Started``) is open.
+  an agent is busy while a deliberation it was started with (``Started``) is open, and failing
+  while its latest calls failed (``AgentFailed`` since its last ``ProposalReceived``).
 
 Loop affinity: the fold is plain data (read and written on one loop, the node's).
 """
@@ -35,6 +36,7 @@ from application.watch import TERMINAL_EVENTS
 from lifecycle import BackgroundService
 
 __all__ = [
+    "AGENT_STATUSES",
     "STATS_EVENTS",
     "AgentCall",
     "AgentMetrics",
@@ -109,6 +111,9 @@ class DeliberationStats:
     ended: int = 0
     ended_ms: float = 0.0
     """All-time count and total time of the ended deliberations (the all-time average)."""
+    failing: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
+    """(role, agent) → (its calls that failed in a row since its last answer, the last error);
+    an agent that answers leaves it."""
 
     def apply(self, event: Any) -> None:
         d_id: UUID = event.originator_id
@@ -129,6 +134,12 @@ class DeliberationStats:
             o = self.open.get(d_id)  # calls are answered while it is open (late ones are not)
             role = o.role if o is not None else ""
             self.calls.append(AgentCall(event.timestamp, event.agent_id, role, ok, latency))
+            key = (role, event.agent_id)
+            if isinstance(event, Deliberation.AgentFailed):
+                streak, _ = self.failing.get(key, (0, ""))
+                self.failing[key] = (streak + 1, event.error)
+            else:
+                self.failing.pop(key, None)
         elif isinstance(event, _TERMINAL):
             o = self.open.pop(d_id, None)
             if o is not None:
@@ -160,6 +171,27 @@ class DeliberationStats:
 
     def open_by_role(self) -> Counter[str]:
         return Counter(o.role for o in self.open.values())
+
+    def agent_status(self, role: str, agent_id: str) -> str:
+        """What one council member is doing, as far as the events say (``AGENT_STATUSES``).
+
+        ``failing (N calls failed in a row: <last error>)`` when its latest calls failed (until
+        it answers again), else ``busy (on N open deliberations)`` while deliberations it was
+        started with are open, else ``idle``.
+        """
+        streak, error = self.failing.get((role, agent_id), (0, ""))
+        if streak:
+            calls = "call" if streak == 1 else "calls"
+            return f"failing ({streak} {calls} failed in a row: {error[:120]})"
+        on = sum(1 for o in self.open.values() if o.role == role and agent_id in o.agents)
+        if on:
+            return f"busy (on {on} open deliberation{'s' if on > 1 else ''})"
+        return "idle"
+
+
+AGENT_STATUSES = ("idle", "busy", "failing", "unknown")
+"""The first word of ``AgentInfo.status`` (``DeliberationStats.agent_status``); ``unknown`` on
+a node that keeps no statistics."""
 
 
 def since(now: datetime, time_range_ms: int) -> datetime | None:

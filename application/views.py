@@ -32,6 +32,10 @@ class ResultView:
     rank: int | None = None
     """1 for the winner; None until the deliberation completes."""
     checks: tuple[CheckOutcome, ...] = ()
+    received_at: datetime | None = None
+    """When this (final) proposal was received: its event's time, not the deliberation's."""
+    revisions: tuple[str, ...] = ()
+    """The agent's earlier versions of it (its proposals of earlier rounds), oldest first."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,10 @@ def view_from_aggregate(aggregate: Deliberation) -> DeliberationView:
     """
     ranks = {agent: i + 1 for i, agent in enumerate(aggregate.ranking)}
     final = aggregate.final_proposals()
+    earlier: dict[str, list[str]] = {}
+    for (agent, _), p in sorted(aggregate.proposals.items(), key=lambda kv: kv[0][1]):
+        if p is not final[agent]:
+            earlier.setdefault(str(agent), []).append(p.content)
     results = tuple(
         ResultView(
             agent_id=str(p.agent_id),
@@ -114,6 +122,8 @@ def view_from_aggregate(aggregate: Deliberation) -> DeliberationView:
             score=p.score,
             rank=ranks.get(p.agent_id),
             checks=tuple(p.checks),
+            received_at=p.received_at,
+            revisions=tuple(earlier.get(str(p.agent_id), ())),
         )
         for _, p in sorted(final.items())
     )

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from uuid import UUID
 
-from agent_runtime.api import AgentRuntime, Candidate, ReviewInput
+from agent_runtime.api import AgentRuntime, AgentRuntimeError, Candidate, ReviewInput
 from aggregates import AgentId, Deliberation, DuplicateProposalError
 from application.councils import CouncilDirectory
 from application.ports import DeliberationStore
@@ -105,7 +105,7 @@ class ArchitectStep:
             result = await asyncio.wait_for(self._runtime.review(request), timeout_s)
         except TimeoutError:
             return _fallback(f"the architect did not answer within {timeout_s:.1f} s", architect)
-        except Exception as e:  # a failed call is a recorded fallback, never a failed deliberation
+        except AgentRuntimeError as e:  # a failed call is a recorded fallback, with its error
             return _fallback(f"the architect's call failed: {e}", architect)
         chosen = [r for r in result.reviews if r.score is not None and r.score >= 1.0]
         if len(chosen) != 1 or chosen[0].target not in shortlist:

@@ -4,9 +4,12 @@ For each role (in ``dependency_order`` first, then the plan's order) one agent o
 council is asked, through the agent runtime, to split the approved plan into at most
 ``max_tasks_per_role`` tasks. The answer is read tolerantly (``parse_task_list``: a JSON or
 Python list of strings, which is what a code role's answer in a ```python block gives, else a
-numbered or bulleted list); a role whose agent fails or answers nothing usable gets one task from
-the plan's own text and is named in ``fallback_roles``, so the record says which tasks no model
-wrote. When the strategy orders roles (``dependency_order``, not ``parallel_execution``), each
+numbered or bulleted list). A derivation is all or nothing: when a role's agent cannot be reached
+(the call fails or times out) or answers no task list, nothing is recorded and
+``DerivationUnavailableError`` names each such role and why, so a later call asks again and
+derives for real (no placeholder task is ever written as if a model had derived it; the
+``fallback_roles`` of derivations recorded before this rule stay readable). When the strategy
+orders roles (``dependency_order``, not ``parallel_execution``), each
 role's tasks depend on the previous role's.
 
 The derivation's id derives from the request (``aggregates.derivation.derivation_id``): a retry
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
-from agent_runtime.api import AgentRuntime, AgentTurn, Sampling
+from agent_runtime.api import AgentRuntime, AgentRuntimeError, AgentTurn, Sampling
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
 from aggregates.derivation import (
     MAX_TASKS_PER_ROLE,
@@ -44,6 +47,7 @@ __all__ = [
     "DerivationOptions",
     "DerivationRequest",
     "DerivationStore",
+    "DerivationUnavailableError",
     "derive_subtasks",
     "order_roles",
     "parse_task_list",
@@ -55,6 +59,11 @@ log = logging.getLogger(__name__)
 DEFAULT_TASKS_PER_ROLE = 5
 TASK_CHARS = 500
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
+
+
+class DerivationUnavailableError(Exception):
+    """No derivation: some role's council could not answer (unreachable, failing, or no task
+    list in its answer). Nothing was recorded; asking again later derives anew."""
 
 
 class DerivationStore(PlanDeliberationStore, RecordStore, Protocol):
@@ -131,11 +140,6 @@ def _prompt(plan: Plan, role: str, limit: int) -> str:
     )
 
 
-def _fallback(plan: Plan, role: str) -> str:
-    what = plan.description or "; ".join(plan.tasks) or f"plan {plan.plan_id}"
-    return f"The {role} part of plan {plan.plan_id} (story {plan.story_id}): {what}"[:TASK_CHARS]
-
-
 def _task_id(plan_id: str, role: str, n: int) -> str:
     tid = f"sub:{plan_id}:{role}:{n}"
     if len(tid) > 128:
@@ -160,6 +164,7 @@ async def derive_subtasks(
 
     Raises:
         InvalidDeliberationError: an unknown role, or a ``max_tasks_per_role`` out of range.
+        DerivationUnavailableError: a role's council could not answer (nothing recorded).
     """
     plan = request.plan
     limit = request.max_tasks_per_role or DEFAULT_TASKS_PER_ROLE
@@ -174,7 +179,8 @@ async def derive_subtasks(
     except KeyError:
         pass
 
-    async def ask(role: str) -> list[str]:
+    async def ask(role: str) -> list[str] | str:
+        """The role's tasks, or why there are none (the call failed, or no list came back)."""
         member = (members or {}).get(role)
         agent_id, how = f"{role.lower()}-agent-1", sampling
         if member is not None:
@@ -191,20 +197,21 @@ async def derive_subtasks(
         )
         try:
             result = await runtime.run_turn(turn)
-        except Exception as e:  # recorded as a fallback role, never a failed derivation
+        except (AgentRuntimeError, TimeoutError) as e:  # the runtime's failures, nothing else
             log.info("derivation %s: %s's council failed (%s)", d_id, role, e)
-            return []
-        return parse_task_list(result.content, limit)
+            return f"{agent_id} failed: {e}"
+        return parse_task_list(result.content, limit) or f"{agent_id} answered no task list"
 
     answers = await asyncio.gather(*(ask(r) for r in roles))
+    missing = [f"{r}: {a}" for r, a in zip(roles, answers, strict=True) if isinstance(a, str)]
+    if missing:
+        msg = f"plan {plan.plan_id}: no derivation, nothing recorded ({'; '.join(missing)})"
+        raise DerivationUnavailableError(msg)
     chain = bool(request.dependency_order) and not request.parallel
     tasks: list[AtomicTaskSpec] = []
-    fallback: list[str] = []
     previous: tuple[str, ...] = ()
-    for role, items in zip(roles, answers, strict=True):
-        if not items:
-            fallback.append(role)
-            items = [_fallback(plan, role)]
+    found = [a for a in answers if not isinstance(a, str)]  # every role's, as checked above
+    for role, items in zip(roles, found, strict=True):
         mine = [
             AtomicTaskSpec(
                 task_id=_task_id(plan.plan_id, role, n),
@@ -223,7 +230,7 @@ async def derive_subtasks(
         case_id=request.case_id,
         roles=roles,
         tasks=tasks,
-        fallback_roles=fallback,
+        fallback_roles=[],
     )
     return await store.create_record(derivation)
 

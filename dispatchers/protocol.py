@@ -23,6 +23,7 @@ from uuid import UUID
 
 from agent_runtime.api import (
     AgentRuntime,
+    AgentRuntimeError,
     AgentTurn,
     AgentTurnError,
     Assessment,
@@ -371,7 +372,8 @@ class DeliberationProtocol(ArchitectStep):
         self, d: Deliberation, agent: AgentId, purpose: str, round_no: int
     ) -> Callable[[Deliberation], object]:
         """A critique (before revising in ``round_no``) or the final rating, by ``agent``: the
-        change that records it (a failed review is recorded too, as neutral, never fatal)."""
+        change that records it. A failed call is recorded too, with its error (its ratings are
+        missing, not made up); an error that is not the runtime's propagates."""
         if purpose == "critique":
             peers = _latest(d, before_round=round_no)
         else:
@@ -392,8 +394,11 @@ class DeliberationProtocol(ArchitectStep):
         critique = purpose == "critique"
         try:
             result = await self._runtime.review(request)
-        except Exception as e:
-            error = str(e) if isinstance(e, AgentTurnError) else f"{type(e).__name__}: {e}"
+        except (AgentRuntimeError, TimeoutError) as e:  # the call failed: recorded, with why
+            # Only the runtime's own failures: anything else is a bug, and it fails the
+            # deliberation with its reason (the supervisor records it) instead of passing for
+            # a reviewer that had nothing to say.
+            error = str(e) if isinstance(e, AgentRuntimeError) else f"{type(e).__name__}: {e}"
             if critique:
                 return lambda d: d.receive_critique(
                     agent_id=agent, round=round_no, reviews=[], error=error

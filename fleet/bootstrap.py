@@ -49,6 +49,7 @@ from fleet.endpoints import Endpoints
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
+from fleet.health import NodeHealth, Probe, Problem, model_endpoints_probe
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet.observed_store import ObservedStore
 from fleet.projection_service import (
@@ -511,7 +512,30 @@ class FleetNode:
             ),
             councils=self.councils,
             council_admin=self.councils,
+            health=self._health(),
         )
+
+    def _health(self) -> NodeHealth:
+        """GetStatus's probes: the event store (the stream's head through the recorder) and
+        the model endpoints (the node's and every council member's own)."""
+        app, councils, endpoints = self.app, self.councils, self.endpoints
+        assert app is not None
+
+        async def store() -> list[Problem]:
+            await asyncio.to_thread(app.recorder.max_notification_id)
+            return []
+
+        async def model_urls() -> list[str]:
+            urls = [endpoints.llm_url]
+            if councils is not None:
+                views = await councils.list_councils()
+                urls += [v.endpoint for v in views] + [a.endpoint for v in views for a in v.agents]
+            return urls
+
+        probes: dict[str, Probe] = {"event store": store}
+        if endpoints.llm_url or self.runtime is not None:  # its agents call them
+            probes["model endpoints"] = model_endpoints_probe(model_urls)
+        return NodeHealth(probes)
 
     async def _start_api(self, graph: GraphReader | None) -> None:
         """Bind the RPCs to the node's parts and say SERVING."""

@@ -83,16 +83,22 @@ def _checks(suite: pb.CheckSuite) -> str:
     if suite.HasField("lint"):
         parts.append(("lint", suite.lint.passed))
     if suite.HasField("dryrun"):
-        parts.append((_dryrun_label(suite.dryrun.message), suite.dryrun.passed))
+        ran = not _not_run(suite.dryrun)
+        parts.append((_dryrun_label(suite.dryrun.message), suite.dryrun.passed if ran else None))
     parts += [
         (c.check_type, None if c.details.get("applicable") == "false" else c.passed)
         for c in suite.additional_checks
     ]
-    marks = {True: "✓", False: "✗", None: "–"}  # – : could not apply, did not count
+    marks = {True: "✓", False: "✗", None: "–"}  # – : did not run (could not apply, no sandbox)
     return " ".join(f"{n}{marks[ok]}" for n, ok in parts) or "-"
 
 
-_COMPILE_MESSAGES = ("all blocks compile", "block ", "no code to compile")
+_COMPILE_MESSAGES = ("all blocks compile", "block ", "no code to compile", "not run")
+
+
+def _not_run(dryrun: pb.DryRunResult) -> bool:
+    """The dry run executed nothing (no sandbox): the API says so with exit code -1."""
+    return dryrun.exit_code == -1 and dryrun.message.startswith("not run")
 
 
 def _dryrun_label(message: str) -> str:

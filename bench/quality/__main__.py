@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agent_runtime.api import (
+    AgentRuntime,
     AgentTurn,
     Assessment,
     AssessmentInput,
@@ -54,7 +55,7 @@ from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.sampling import council_sampling
 
 
-class CountingRuntime:
+class CountingRuntime(AgentRuntime):
     """Wraps a runtime and counts the tokens of every call (turns and reviews)."""
 
     def __init__(self, inner: LocalAgentRuntime) -> None:

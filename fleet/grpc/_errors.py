@@ -22,6 +22,7 @@ from aggregates import (
 from application.errors import QueryRefusedError, ServiceUnavailableError
 from application.stores import DeliberationNotFoundError
 from application.watch import WatchUnavailableError
+from dispatchers.derivation import DerivationUnavailableError
 from fleet import logs
 from fleet.telemetry import span
 from projectors.errors import NothingToVerifyError, UnknownProjectionError
@@ -44,6 +45,7 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     NothingToVerifyError: grpc.StatusCode.UNAVAILABLE,
     UnknownProjectionError: grpc.StatusCode.INVALID_ARGUMENT,
     WatchUnavailableError: grpc.StatusCode.UNAVAILABLE,
+    DerivationUnavailableError: grpc.StatusCode.UNAVAILABLE,
     TimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 

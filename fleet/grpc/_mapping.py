@@ -17,6 +17,7 @@ from aggregates import (
     Role,
 )
 from aggregates.plan import check_plan_id
+from aggregates.values import all_checks_passed
 from application.listing import ListFilter, Page
 from application.queries import QueryResult
 from application.timeline import History, to_json
@@ -27,6 +28,7 @@ from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
+NOT_APPLICABLE_PREFIX = "not applicable: "
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
 STATUS_TO_PB: dict[DeliberationStatus, int] = {
@@ -61,14 +63,28 @@ def metadata() -> pb.OrchestratorMetadata:
     )
 
 
+NO_EXIT_CODE = -1
+"""``DryRunResult.exit_code`` when nothing ran: proto3 cannot leave an int unset, and 0 would
+claim a clean exit."""
+
+
 def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.CheckSuite:
-    """The seed's CheckSuite: policy, lint and dry-run slots, the rest as additional checks."""
-    suite = pb.CheckSuite(all_passed=bool(checks) and all(c.passed for c in checks))
+    """The seed's CheckSuite: policy, lint and dry-run slots, the rest as additional checks.
+
+    A check that did not run never reads as passed: a not-applicable one is listed with
+    ``passed=false``, score 0 and a message saying why (``details["applicable"] = "false"``); a
+    dry run that did not execute is ``passed=false`` with ``exit_code`` -1 and a message saying
+    why; ``all_passed`` is true only when every applicable check ran and passed
+    (``aggregates.values.all_checks_passed``). Stored events from before this rule are read the
+    same way.
+    """
+    suite = pb.CheckSuite(all_passed=all_checks_passed(checks))
     for c in checks:
+        passed = c.passed_run
         errors = [e for e in c.message.split("\n") if e] if not c.passed else []
         if c.check_type == "policy":
             suite.policy.CopyFrom(
-                pb.PolicyResult(passed=c.passed, violations=errors, message=c.message)
+                pb.PolicyResult(passed=passed, violations=errors, message=c.message)
             )
         elif c.check_type == "lint":
             suite.lint.CopyFrom(lint_result(c, errors))
@@ -78,20 +94,27 @@ def check_suite(checks: tuple[CheckOutcome, ...] | list[CheckOutcome]) -> pb.Che
             suite.additional_checks.append(
                 pb.CheckResult(
                     check_type=c.check_type,
-                    passed=c.passed,
-                    score=c.score,
-                    message=c.message,
+                    passed=passed,
+                    score=c.score if c.applicable else 0.0,
+                    message=_said(c),
                     details=c.details,
                 )
             )
     return suite
 
 
+def _said(c: CheckOutcome) -> str:
+    """The check's message; one that could not apply says so even in an old event's words."""
+    if c.applicable or c.message.startswith(NOT_APPLICABLE_PREFIX):
+        return c.message
+    return NOT_APPLICABLE_PREFIX + c.message
+
+
 def lint_result(c: CheckOutcome, fallback: list[str]) -> pb.LintResult:
     """The seed's LintResult from the lint check's counts and findings (ruff's, one per line)."""
     listed = [e for e in c.details.get("errors", "").split("; ") if e] or fallback
     return pb.LintResult(
-        passed=c.passed,
+        passed=c.passed_run,
         error_count=int(c.details.get("error_count", len(listed))),
         warning_count=int(c.details.get("warning_count", "0")),
         errors=listed,
@@ -99,7 +122,12 @@ def lint_result(c: CheckOutcome, fallback: list[str]) -> pb.LintResult:
 
 
 def _dryrun(c: CheckOutcome) -> pb.DryRunResult:
-    """The real run's exit code and output tail where it ran in the sandbox (``checks``)."""
+    """The real run's exit code and output tail where it ran in the sandbox (``checks``); where
+    it did not run, not passed, no exit code (-1) and why (``details["executed"]``)."""
+    if not c.ran:
+        why = c.details.get("executed", "") or c.message
+        message = c.message if c.message.startswith(why) else f"{why}; {c.message}"
+        return pb.DryRunResult(passed=False, exit_code=NO_EXIT_CODE, message=message)
     code = c.details.get("exit_code", "")
     return pb.DryRunResult(
         passed=c.passed,
@@ -109,21 +137,28 @@ def _dryrun(c: CheckOutcome) -> pb.DryRunResult:
     )
 
 
-def result(r: ResultView, role: str, created_at_ms: int) -> pb.DeliberationResult:
+def result(r: ResultView, role: str) -> pb.DeliberationResult:
+    """One agent's final proposal in the seed's shape: ``created_at_ms`` is when that proposal
+    was received (its event's time), ``revisions`` its earlier versions, oldest first;
+    ``scored`` tells a recorded score from an unscored proposal (both read 0 in ``score``)."""
     return pb.DeliberationResult(
         proposal=pb.Proposal(
-            author_id=r.agent_id, author_role=role, content=r.content, created_at_ms=created_at_ms
+            author_id=r.agent_id,
+            author_role=role,
+            content=r.content,
+            created_at_ms=_ms(r.received_at),
+            revisions=list(r.revisions),
         ),
         checks=check_suite(r.checks),
         score=r.score or 0.0,
         rank=r.rank or 0,
+        scored=r.score is not None,
     )
 
 
 def results(view: DeliberationView) -> list[pb.DeliberationResult]:
-    created = int(view.updated_at.timestamp() * 1000)
     ordered = sorted(view.results, key=lambda r: (r.rank is None, r.rank or 0, r.agent_id))
-    return [result(r, view.role, created) for r in ordered]
+    return [result(r, view.role) for r in ordered]
 
 
 def result_response(view: DeliberationView) -> pb.GetDeliberationResultResponse:
@@ -319,6 +354,7 @@ def update(p: Progress, role: str) -> pb.DeliberationUpdate:
                 proposal=pb.Proposal(author_id=p.agent, author_role=role, content=p.content),
                 score=p.score or 0.0,
                 rank=p.rank,
+                scored=p.score is not None,
             )
         )
     return u

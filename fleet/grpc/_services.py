@@ -20,6 +20,7 @@ from application.watch import WatchHub
 from dispatchers.derivation import DerivationOptions
 from dispatchers.plans import PlanDeliberationStore, PlanOptions
 from fleet.endpoints import Endpoints
+from fleet.health import NodeHealth
 from fleet.observed_store import NodeStore
 from fleet.projection_service import ProjectionControl
 
@@ -64,3 +65,5 @@ class ApiServices:
     runtime: AgentRuntime | None = None
     """The agents, on a node that runs them: DeriveSubtasks asks the councils through it."""
     derivation: DerivationOptions = field(default_factory=DerivationOptions)
+    health: NodeHealth | None = None
+    """Probes of the parts this node reaches (GetStatus's status word); None: not probed."""

@@ -15,6 +15,7 @@ from application.council_store import CouncilEventStore
 from application.councils import CouncilView
 from application.errors import ServiceUnavailableError
 from application.listing import ListFilter
+from application.stats import DeliberationStats
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -75,8 +76,10 @@ class CouncilRpcs:
             views = await directory.list_councils()
         # A council with no model of its own uses the node's (when this node knows it).
         node_model = self.services.endpoints.model if self.services.endpoints else ""
+        follower = self.services.stats
+        stats = follower.stats if follower is not None and follower.caught_up else None
         return pb.ListCouncilsResponse(
-            councils=[council_info(v, request.include_agents, node_model) for v in views]
+            councils=[council_info(v, request.include_agents, node_model, stats) for v in views]
         )
 
     @translated
@@ -122,13 +125,24 @@ class CouncilRpcs:
         )
 
 
-def council_info(v: CouncilView, include_agents: bool, node_model: str = "") -> pb.CouncilInfo:
-    """A council in the seed's shape: status "active" with members, "idle" with none."""
+def council_info(
+    v: CouncilView,
+    include_agents: bool,
+    node_model: str = "",
+    stats: DeliberationStats | None = None,
+) -> pb.CouncilInfo:
+    """A council in the seed's shape: status "active" with members, "idle" with none.
+
+    Each agent's ``status`` says what it is doing as the events tell this node
+    (``DeliberationStats.agent_status``: ``idle``, ``busy (on N open deliberations)``,
+    ``failing (N calls failed in a row: <error>)``), or ``unknown`` where the node keeps no
+    statistics or has not read the history yet. Never the seed's constant "ready".
+    """
     agents = [
         pb.AgentInfo(
             agent_id=a.agent_id,
             role=a.role,
-            status="ready",
+            status=stats.agent_status(a.role, a.agent_id) if stats is not None else "unknown",
             capabilities=pb.AgentCapabilities(model_profile=a.model_profile),
         )
         for a in v.agents

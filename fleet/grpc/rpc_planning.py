@@ -102,7 +102,8 @@ class PlanningRpcs:
         self, request: pb.DeriveSubtasksRequest, context: Ctx
     ) -> pb.DeriveSubtasksResponse:
         """INVALID_ARGUMENT naming ``plan_id`` for a plan never approved, ``roles`` or
-        ``strategy.*`` for bad roles or caps; UNAVAILABLE on a node without agents."""
+        ``strategy.*`` for bad roles or caps; UNAVAILABLE on a node without agents, or when a
+        role's council cannot answer (then nothing is recorded: a later call derives anew)."""
         s = self.services
         records, runtime = s.records, s.runtime
         if records is None or runtime is None:

@@ -1,10 +1,13 @@
 """GetStatus in the seed's message, and GetMetrics: both from the events (``application.stats``)
 and the councils (``ApiServices.councils``, or the start-up configuration without it).
 
-GetStatus's status word: ``starting`` while the node's fold of the stream has not read the
-history yet; ``degraded`` when that fold stopped on an error (its numbers no longer grow) or the
-node has none; ``healthy`` otherwise. Fleet's own status (stream head, projections, endpoints)
-is GetNodeStatus.
+GetStatus's status word, from what the node can reach (``fleet.health``, probes cached a few
+seconds): ``unhealthy`` when it cannot do its work (the event store or every model endpoint
+unreachable); ``degraded`` when it serves with a part missing (a model endpoint down, the
+statistics fold stopped on an error, or no statistics on this node); ``starting`` while the
+statistics fold is still reading the history; ``healthy`` otherwise. ``problems`` (Fleet's
+field) says what is wrong. Fleet's own status (stream head, projections, endpoints) is
+GetNodeStatus.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from application.stats import (
 )
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
+from fleet.health import DEGRADED, HEALTHY, UNHEALTHY, Health
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 METRIC_TYPES = ("performance", "agents", "councils", "all")
@@ -45,12 +49,20 @@ class SeedStatusRpcs:
     async def GetStatus(self, request: pb.GetStatusRequest, context: Ctx) -> pb.GetStatusResponse:
         s = self.services
         follower = s.stats
-        if follower is None or follower.failed:
-            word = "degraded"
+        health = await s.health.check() if s.health is not None else Health(HEALTHY, ())
+        problems = list(health.problems)
+        if follower is None:
+            problems.append("statistics: this node keeps none")
+        elif follower.failed:
+            problems.append("statistics: the fold of the stream stopped on an error")
+        if health.status == UNHEALTHY:
+            word = UNHEALTHY
+        elif problems:
+            word = DEGRADED
         else:
-            word = "healthy" if follower.caught_up else "starting"
+            word = HEALTHY if follower is not None and follower.caught_up else "starting"
         uptime = int((s.clock() - s.started_at).total_seconds())
-        resp = pb.GetStatusResponse(status=word, uptime_seconds=max(uptime, 0))
+        resp = pb.GetStatusResponse(status=word, uptime_seconds=max(uptime, 0), problems=problems)
         if request.include_stats and follower is not None:
             st = follower.stats
             councils = await self._councils()

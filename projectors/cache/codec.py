@@ -102,6 +102,8 @@ def _result_to_json(r: ResultView) -> dict[str, Any]:
         "score": r.score,
         "rank": r.rank,
         "checks": [_check_to_json(c) for c in r.checks],
+        "received_at": r.received_at.isoformat() if r.received_at is not None else None,
+        "revisions": list(r.revisions),
     }
 
 
@@ -129,4 +131,11 @@ def _result_from_json(d: dict[str, Any]) -> ResultView:
         score=None if d["score"] is None else float(d["score"]),
         rank=None if d["rank"] is None else int(d["rank"]),
         checks=tuple(CheckOutcome.from_dict(c) for c in d["checks"]),
+        received_at=_time(d.get("received_at")),
+        revisions=tuple(str(x) for x in d.get("revisions", ())),
     )
+
+
+def _time(raw: Any) -> datetime | None:
+    """An entry written before proposals carried their time has none (a rebuild fills it)."""
+    return datetime.fromisoformat(raw) if isinstance(raw, str) else None

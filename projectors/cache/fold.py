@@ -109,6 +109,8 @@ def _(e: Deliberation.ProposalReceived, view: DeliberationView) -> dict[str, Any
         model=e.model,
         tokens=e.tokens,
         latency_ms=e.latency_ms,
+        received_at=e.timestamp,
+        revisions=() if current is None else (*current.revisions, current.content),
     )
     others = [r for r in view.results if r.agent_id != e.agent_id]
     results = tuple(sorted([*others, result], key=lambda r: r.agent_id))

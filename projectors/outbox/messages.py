@@ -29,6 +29,7 @@ from uuid import UUID
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
+from aggregates.values import CheckOutcome, all_checks_passed
 
 __all__ = [
     "DISPATCH_TRIGGERS",
@@ -275,7 +276,9 @@ class _Folded:
         return max(0, round(seconds * 1000))
 
     def checks_passed(self, agent_id: str) -> bool:
-        return all(bool(c.get("passed")) for c in self.checks.get(agent_id, []))
+        """Every applicable check ran and passed (``all_checks_passed``): a check that did not
+        run (no sandbox, not applicable) is never counted as passed."""
+        return all_checks_passed([CheckOutcome.from_dict(c) for c in self.checks.get(agent_id, [])])
 
 
 def _dispatched(d: _Folded, e: Any, position: int) -> IntegrationEvent:

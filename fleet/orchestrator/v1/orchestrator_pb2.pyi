@@ -102,16 +102,18 @@ class GetDeliberationResultResponse(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., status: _Optional[_Union[DeliberationStatus, str]] = ..., results: _Optional[_Iterable[_Union[DeliberationResult, _Mapping]]] = ..., winner_id: _Optional[str] = ..., duration_ms: _Optional[int] = ..., error_message: _Optional[str] = ..., metadata: _Optional[_Union[OrchestratorMetadata, _Mapping]] = ...) -> None: ...
 
 class DeliberationResult(_message.Message):
-    __slots__ = ("proposal", "checks", "score", "rank")
+    __slots__ = ("proposal", "checks", "score", "rank", "scored")
     PROPOSAL_FIELD_NUMBER: _ClassVar[int]
     CHECKS_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
+    SCORED_FIELD_NUMBER: _ClassVar[int]
     proposal: Proposal
     checks: CheckSuite
     score: float
     rank: int
-    def __init__(self, proposal: _Optional[_Union[Proposal, _Mapping]] = ..., checks: _Optional[_Union[CheckSuite, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ...) -> None: ...
+    scored: bool
+    def __init__(self, proposal: _Optional[_Union[Proposal, _Mapping]] = ..., checks: _Optional[_Union[CheckSuite, _Mapping]] = ..., score: _Optional[float] = ..., rank: _Optional[int] = ..., scored: _Optional[bool] = ...) -> None: ...
 
 class Proposal(_message.Message):
     __slots__ = ("author_id", "author_role", "content", "created_at_ms", "revisions")
@@ -582,14 +584,16 @@ class GetStatusRequest(_message.Message):
     def __init__(self, include_stats: _Optional[bool] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("status", "uptime_seconds", "stats")
+    __slots__ = ("status", "uptime_seconds", "stats", "problems")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     status: str
     uptime_seconds: int
     stats: OrchestratorStats
-    def __init__(self, status: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., stats: _Optional[_Union[OrchestratorStats, _Mapping]] = ...) -> None: ...
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., stats: _Optional[_Union[OrchestratorStats, _Mapping]] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AgentCapabilities(_message.Message):
     __slots__ = ("supported_tasks", "model_profile", "max_concurrent_tasks", "languages")

@@ -299,11 +299,21 @@ function proposalCard(p, winner) {
     p.checks.map(checkBlock));
 }
 
+function checkRan(c) {
+  // A check that could not apply, or a dry run that executed nothing (no sandbox), did not run:
+  // it is shown as "–", never as passed (events stored before this rule said passed for them).
+  const d = c.details || {};
+  return d.applicable !== "false" && !String(d.executed || "").startsWith("not run");
+}
+
 function checkBlock(c) {
   const details = Object.entries(c.details || {});
-  return el("div", { class: "check", "data-check": c.check_type },
-    el("span", { class: c.passed ? "pass" : "fail" }, c.passed ? "✓ " : "✗ "), el("strong", {}, c.check_type),
-    ` score ${fmtScore(c.score)} `, el("span", { class: "muted" }, c.message),
+  const ran = checkRan(c);
+  const mark = !ran ? ["skip", "– "] : c.passed ? ["pass", "✓ "] : ["fail", "✗ "];
+  const scored = ran || (c.details || {}).applicable !== "false";  // a compile-only dry run still ranks
+  return el("div", { class: "check", "data-check": c.check_type, "data-ran": String(ran) },
+    el("span", { class: mark[0] }, mark[1]), el("strong", {}, c.check_type),
+    ` score ${scored ? fmtScore(c.score) : "-"} `, el("span", { class: "muted" }, c.message),
     details.map(([k, v]) => el("details", {}, el("summary", {}, k), el("pre", { class: "plain" }, v))));
 }
 

@@ -25,6 +25,7 @@ from nats.js.errors import NotFoundError
 
 from aggregates import Plan, plan_id_of
 from application.app import FleetApplication
+from application.ports import PlanStore
 from application.stores import ApplicationDeliberationStore
 from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
@@ -42,7 +43,7 @@ T = TypeVar("T")
 MAX_DELIVER = 3
 
 
-class StoreDownForOnePlan:
+class StoreDownForOnePlan(PlanStore):
     """The PlanStore port: the real store, except that recording ``down_plan`` always fails as
     an unreachable event store does. Keeps when each attempt and each success happened."""
 

@@ -92,7 +92,8 @@ async def test_first_start_creates_the_seeds_councils(rig: Rig) -> None:
     dev = next(i for i in councils if i.role == "DEV")
     assert _ids(dev) == ["agent-dev-001", "agent-dev-002", "agent-dev-003"]
     assert dev.council_id == str(council_id("DEV"))
-    assert all(a.status == "ready" and a.role == "DEV" for a in dev.agents)
+    # what they are doing, from the events (nothing ran yet), never a constant "ready"
+    assert all(a.status in ("idle", "unknown") and a.role == "DEV" for a in dev.agents)
     assert dev.model == "loadgen"  # no model of its own: the node's
 
 

@@ -1,8 +1,9 @@
 """ProcessPlanningEvent and DeriveSubtasks on a whole node (real JetStream, the agents' real
 client against the load generator): an approval starts the plan's deliberations, a transition
 is recorded once, an unknown event is answered, not refused; a derivation asks each role's
-council once, records a failed council's fallback, orders and chains roles, is idempotent, and
-requests the tasks' deliberations when asked to publish.
+council once, is UNAVAILABLE (recording nothing) while a council cannot answer and derives on a
+retry, orders and chains roles, is idempotent, and requests the tasks' deliberations when asked
+to publish.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ async def test_planning_events_and_subtask_derivation(
 ) -> None:
     script = {ASK: 'Sure:\n["write the CSV writer", "add the download endpoint", "extra"]'}
     async with LoadGenServer("scripted", script=script) as lg:
-        lg.modes_by_user["agent-qa-001"] = "fail"  # QA's council cannot answer: its fallback
+        lg.modes_by_user["agent-qa-001"] = "fail"  # QA's first agent cannot answer, until told
         settings = Settings(
             data_dir=tmp_path,
             nats_url=nats_url,
@@ -81,22 +82,29 @@ async def test_planning_events_and_subtask_derivation(
                     dependency_order=["QA", "DEV"], max_tasks_per_role=2, auto_publish_to_nats=True
                 ),
             )
+            with pytest.raises(grpc.aio.AioRpcError) as err:  # QA's council cannot answer
+                await c.stub.DeriveSubtasks(req)
+            assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert "QA: agent-qa-001 failed" in (err.value.details() or "")
+            lg.modes_by_user.pop("agent-qa-001")  # it can now: a retry derives for real
+            before = len(lg.requests)
             derived = await c.stub.DeriveSubtasks(req)
+            asked = [r for r in lg.requests[before:] if ASK in str(r["messages"])]
             asks = sum(ASK in str(r["messages"]) for r in lg.requests)
-            asked = [r for r in lg.requests if ASK in str(r["messages"])]
-            assert {r["user"] for r in asked} == {"agent-dev-001", "agent-qa-001"}
-            assert sum(r["user"] == "agent-dev-001" for r in asked) == 1  # one call per role
+            assert sorted(r["user"] for r in asked) == ["agent-dev-001", "agent-qa-001"]
             tasks = [
                 (t.task_id, t.role, t.description, list(t.dependencies)) for t in derived.tasks
             ]
-            assert tasks[0][:2] == ("sub:PL-9:QA:1", "QA") and "Export invoices" in tasks[0][2]
-            assert tasks[1:] == [
-                ("sub:PL-9:DEV:1", "DEV", "write the CSV writer", ["sub:PL-9:QA:1"]),
-                ("sub:PL-9:DEV:2", "DEV", "add the download endpoint", ["sub:PL-9:QA:1"]),
-            ]  # capped at two, chained after QA
-            assert derived.total_tasks == 3
+            qa = ["sub:PL-9:QA:1", "sub:PL-9:QA:2"]
+            assert tasks == [
+                ("sub:PL-9:QA:1", "QA", "write the CSV writer", []),
+                ("sub:PL-9:QA:2", "QA", "add the download endpoint", []),
+                ("sub:PL-9:DEV:1", "DEV", "write the CSV writer", qa),
+                ("sub:PL-9:DEV:2", "DEV", "add the download endpoint", qa),
+            ]  # capped at two, DEV chained after QA
+            assert derived.total_tasks == 4
             recorded = await node.store.get_record(uuid.UUID(derived.derivation_id), Derivation)
-            assert recorded.fallback_roles == ["QA"]
+            assert recorded.fallback_roles == []
 
             retried = await c.stub.DeriveSubtasks(req)
             assert retried.derivation_id == derived.derivation_id

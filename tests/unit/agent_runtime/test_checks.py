@@ -33,15 +33,12 @@ def checks_by_type(content: str, role: str = "DEV") -> dict[str, tuple[bool, flo
     return {c.check_type: (c.passed, c.score) for c in a.checks}
 
 
-def test_good_code_passes_everything() -> None:
+def test_good_code_passes_what_ran_and_what_did_not_run_is_not_passed() -> None:
     assert checks_by_type(GOOD) == {
         "policy": (True, 1.0),
-        "dryrun": (True, 1.0),
+        "dryrun": (False, 1.0),  # without a sandbox nothing ran: it ranks by what compiled
         "lint": (True, 1.0),
-        "cross_exec": (
-            True,
-            1.0,
-        ),  # not applicable (does not count): nothing runs without a sandbox
+        "cross_exec": (False, 0.0),  # not applicable (does not count): nothing runs
     }
 
 
@@ -55,7 +52,7 @@ def test_code_that_does_not_compile_fails_dryrun_and_is_not_linted() -> None:
 
 def test_undefined_name_fails_lint() -> None:
     got = checks_by_type(UNDEFINED)
-    assert got["dryrun"] == (True, 1.0)
+    assert got["dryrun"] == (False, 1.0)  # compiled; not run (no sandbox)
     assert got["lint"][0] is False
     outcome = lint_check(extract_code_blocks(UNDEFINED))
     assert "helper" in outcome.message and outcome.details["error_count"] == "1"

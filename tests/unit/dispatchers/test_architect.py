@@ -7,11 +7,10 @@ thinks leaves the choice to the next one, recorded once.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from agent_runtime.api import ReviewInput, ReviewResult
+from agent_runtime.api import AgentTurnError, ReviewInput, ReviewResult
 from agent_runtime.architect import choice_reviews, parse_choice
 from agent_runtime.reviews import label_candidates
 from aggregates import Deliberation, DeliberationStatus, InvalidDeliberationError
@@ -20,6 +19,7 @@ from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from tests.support.deliberations import requested
+from tests.support.doubles import Directory
 from tests.support.waiting import eventually, until_terminal
 from tests.unit.dispatchers.test_protocol import GOOD, OK, ScriptedRuntime, code, fixed
 
@@ -50,7 +50,7 @@ class ArchitectRuntime(ScriptedRuntime):
         if self.hold is not None:
             await self.hold.wait()
         if self.fail:
-            raise RuntimeError("architect endpoint down")
+            raise AgentTurnError("architect endpoint down")
         labelled = label_candidates(request.deliberation_id, request.candidates)
         label, note = parse_choice(self.answer, list(labelled))
         reviews = choice_reviews(request.agent_id, labelled, label, note)
@@ -207,22 +207,6 @@ def test_an_orchestrations_state_survives_a_snapshot() -> None:
     assert back.architect_candidates == ("dev-agent-2", "dev-agent-1")
     back.complete()
     assert back.winner == "dev-agent-1"
-
-
-class Directory:
-    """A council directory with one ARCHITECT council (or none)."""
-
-    def __init__(self, *members: str) -> None:
-        from application.councils import CouncilAgentView, CouncilView
-
-        agents = tuple(CouncilAgentView(m, "ARCHITECT", model="arch-7b") for m in members)
-        self.view = CouncilView("council-architect", "ARCHITECT", agents) if members else None
-
-    async def list_councils(self) -> list[Any]:
-        return [self.view] if self.view else []
-
-    async def council(self, role: str) -> Any:
-        return self.view if role == "ARCHITECT" else None
 
 
 async def test_the_architect_is_the_architect_councils_first_member_as_it_stands() -> None:

@@ -8,7 +8,6 @@ an LLM server in tests/e2e.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from agent_runtime.api import (
     AgentTurnError,
     Assessment,
     AssessmentInput,
-    TurnResult,
 )
 from aggregates import AgentAnswer, CheckOutcome, Deliberation, DeliberationStatus
 from application.app import FleetApplication
@@ -27,37 +25,8 @@ from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from tests.support.deliberations import requested
+from tests.support.doubles import Behaviour, FakeAgentRuntime
 from tests.support.waiting import until_terminal
-
-Behaviour = Callable[[AgentTurn], Awaitable[str]]
-
-
-class FakeAgentRuntime:
-    """Answers per agent id as told; scores by content length (a stand-in for real checks)."""
-
-    def __init__(self, behaviour: dict[str, Behaviour] | None = None) -> None:
-        self.behaviour = behaviour or {}
-        self.calls: list[str] = []
-
-    async def run_turn(self, turn: AgentTurn) -> TurnResult:
-        self.calls.append(turn.key)
-        act = self.behaviour.get(turn.agent_id)
-        content = await act(turn) if act else f"answer from {turn.agent_id}"
-        return TurnResult(turn.agent_id, turn.round, content, "fake", 3, 4, 1)
-
-    def precheck(self, request: AssessmentInput) -> None:
-        return None
-
-    async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        return [
-            Assessment(
-                c.agent_id, min(1.0, len(c.content) / 100), (CheckOutcome("policy", True, 1.0),)
-            )
-            for c in request.candidates
-        ]
-
-    async def close(self) -> None:
-        return None
 
 
 def app() -> FleetApplication:

@@ -8,27 +8,22 @@ in each proposal (``Q=<n>``); scoring is the real one (``agent_runtime.checks``)
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from typing import Any
 
 from agent_runtime.api import (
     AgentTurn,
-    AgentTurnError,
-    Assessment,
-    AssessmentInput,
     ReviewInput,
     ReviewResult,
-    TurnResult,
     final_rating,
 )
-from agent_runtime.checks import assess_candidates
 from aggregates import AgentAnswer, AgentId, Deliberation, DeliberationStatus, PeerReview
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from tests.support.deliberations import requested
+from tests.support.doubles import ScriptedRuntime
 from tests.support.waiting import eventually, until_terminal
 
 
@@ -42,55 +37,6 @@ GOOD = (
 )
 OK = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)"
 BROKEN = "def fib(n)\n    return n"
-
-
-class ScriptedRuntime:
-    """Proposals by agent and round; ratings from the Q mark (a stand-in judge); real checks."""
-
-    def __init__(
-        self,
-        proposals: dict[str, Callable[[AgentTurn], str]],
-        *,
-        rate_fails: set[str] | None = None,
-    ) -> None:
-        self.proposals = proposals
-        self.rate_fails = rate_fails or set()
-        self.turns: list[AgentTurn] = []
-        self.reviews: list[ReviewInput] = []
-        self.gate: asyncio.Event | None = None
-        self.prechecks: list[tuple[int, dict[str, str]]] = []
-        """(ratings asked for before it, the texts to check) per ``precheck``."""
-
-    async def run_turn(self, turn: AgentTurn) -> TurnResult:
-        self.turns.append(turn)
-        if self.gate is not None and turn.round > 0:
-            await self.gate.wait()
-        make = self.proposals.get(turn.agent_id)
-        if make is None:
-            raise AgentTurnError(f"{turn.agent_id}: no script")
-        return TurnResult(turn.agent_id, turn.round, make(turn), "scripted", 10, 20, 1)
-
-    async def review(self, request: ReviewInput) -> ReviewResult:
-        self.reviews.append(request)
-        if request.agent_id in self.rate_fails:
-            raise AgentTurnError("judge offline")
-        out = []
-        for c in request.candidates:
-            m = re.search(r"Q=(\d+)", c.content)
-            score = None if m is None else (int(m.group(1)) - 1) / 9
-            src = "structured" if m else "fallback"
-            out.append(PeerReview(request.agent_id, c.agent_id, score, f"seen {c.agent_id}", src))
-        return ReviewResult(request.agent_id, tuple(out), "scripted", 5, 7, 1)
-
-    def precheck(self, request: AssessmentInput) -> None:
-        rates_before = sum(r.purpose == "rate" for r in self.reviews)
-        self.prechecks.append((rates_before, {c.agent_id: c.content for c in request.candidates}))
-
-    async def assess(self, request: AssessmentInput) -> list[Assessment]:
-        return assess_candidates(request)
-
-    async def close(self) -> None:
-        return None
 
 
 def fixed(text: str) -> Callable[[AgentTurn], str]:

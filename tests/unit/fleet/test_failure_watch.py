@@ -7,35 +7,16 @@ as a feed whose server is gone for good would.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
-from application.ports import FeedItem
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher
 from fleet.bootstrap import FleetNode
 from fleet.cli.commands.up import _until_stopped_or_failed
 from fleet.config import Settings
-
-
-class BrokenFeed:
-    """History is empty; following fails after a moment, as a lost connection would."""
-
-    async def history(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
-        return
-        yield  # an async generator that yields nothing
-
-    async def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
-        await asyncio.sleep(0.05)
-        raise ConnectionError("nats: connection closed")
-        yield
-
-
-class NoAgents:
-    async def close(self) -> None:
-        return None
+from tests.support.doubles import BrokenFeed, NoAgents
 
 
 def app() -> FleetApplication:
