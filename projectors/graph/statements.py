@@ -17,7 +17,8 @@ Decisions (who decided what, and why)::
 
     (:Plan {id, story_id, approved_by, approved_at, roles, description, tasks})
         from its approval on, before any deliberation of it; (:Story)-[:HAS_PLAN]->(:Plan)
-    (:Agent)-[:SELECTED {deliberation_id, rationale, candidates, model, latency_ms, at}]->(:Proposal)
+    (:Agent)-[:SELECTED {deliberation_id, rationale, candidates, model, latency_ms, at}]
+        ->(:Proposal)
         the architect's choice of the winner among the candidates, and why
     (:Deliberation {architect_fallback})   why the highest score won instead (no architect choice)
     (:Agent)-[:RATED {deliberation_id, score, content, source, at}]->(:Proposal)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from aggregates import Deliberation, DeliberationStatus
+from aggregates import AgentId, Deliberation, DeliberationStatus
 from projectors.verify._graph_read import P_FIELDS, Side
 from projectors.verify._log_scan import History, Record
 
@@ -38,9 +38,9 @@ def expected_graph(history: History, version: int) -> Side:
         elif isinstance(e, Deliberation.PeerRatingsReceived):
             rated_at[e.agent_id] = _at(e.timestamp)
         elif isinstance(e, Deliberation.ArchitectSelected) and e.architect_id:
-            final = d.final_proposals()
-            if e.winner in final:
-                key = f"SELECTED[{e.architect_id} -> {final[e.winner].round}:{e.winner}]"
+            chosen = d.final_proposals().get(AgentId(e.winner))
+            if chosen is not None:
+                key = f"SELECTED[{e.architect_id} -> {chosen.round}:{e.winner}]"
                 side[key] = {
                     "rationale": e.rationale, "candidates": list(e.candidates),
                     "model": e.model, "latency_ms": e.latency_ms, "at": _at(e.timestamp),
@@ -56,8 +56,9 @@ def expected_graph(history: History, version: int) -> Side:
     final = d.final_proposals()
     for rater, ratings in sorted(d.ratings.items()):
         for rv in ratings:
-            if rv.target in final:
-                _add(side, f"RATED[{rv.reviewer} -> {final[rv.target].round}:{rv.target}]", {
+            rated = final.get(AgentId(rv.target))
+            if rated is not None:
+                _add(side, f"RATED[{rv.reviewer} -> {rated.round}:{rv.target}]", {
                     "score": rv.score, "content": rv.text, "source": rv.source,
                     "at": rated_at.get(rater),
                 })  # fmt: skip

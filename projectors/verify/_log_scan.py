@@ -99,13 +99,13 @@ class Log:
             self._roles[d_id] = e.role
             if e.plan_id:
                 values = self.shared[f"Plan[{e.plan_id}]"]
-                held = {**(values[-1][1] if values else _PLAN_UNSET), "story_id": e.story_id}
-                values.append((position, held, d_id))
+                plan: Record = {**(values[-1][1] if values else _PLAN_UNSET)}
+                values.append((position, {**plan, "story_id": e.story_id}, d_id))
             return
         if isinstance(e, Deliberation.ArchitectSelected) and e.architect_id:
             values = self.shared[f"Agent[{e.architect_id}]"]
-            held = dict(values[-1][1]) if values else {"role": None, "model": None}
-            values.append((position, {**held, "role": "ARCHITECT"}, d_id))
+            was: Record = dict(values[-1][1]) if values else {"role": None, "model": None}
+            values.append((position, {**was, "role": "ARCHITECT"}, d_id))
             return
         agents: list[str] = []
         model: str | None = None

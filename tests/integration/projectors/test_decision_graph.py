@@ -15,7 +15,7 @@ from uuid import UUID
 
 import pytest
 
-from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation, PeerReview, Plan
+from aggregates import AgentAnswer, CheckOutcome, Deliberation, PeerReview, Plan
 from application.app import FleetApplication
 from projectors import GraphProjection, ProjectorRunner
 from projectors.control import Projections
@@ -82,7 +82,9 @@ def _decide(app: FleetApplication, d: Deliberation, *, architect: bool) -> None:
     fallback, then the decision."""
     agents = d.agents
     for k, a in enumerate(agents):
-        answer = AgentAnswer(content=f"{d.role.value} plan by {a}", model="m", tokens=9, latency_ms=5 + k)
+        answer = AgentAnswer(
+            content=f"{d.role.value} plan by {a}", model="m", tokens=9, latency_ms=5 + k
+        )
         d.receive_proposal(agent_id=a, round=0, answer=answer)
         _save(app, d)
     for k, a in enumerate(agents):
@@ -94,7 +96,9 @@ def _decide(app: FleetApplication, d: Deliberation, *, architect: bool) -> None:
         d.receive_ratings(agent_id=a, reviews=reviews, model="m")
         _save(app, d)
     for a, s in zip(agents, (0.5, 0.9, 0.7), strict=True):
-        d.score(agent_id=a, score=s, checks=[CheckOutcome(check_type="lint", passed=True, score=1.0)])
+        d.score(
+            agent_id=a, score=s, checks=[CheckOutcome(check_type="lint", passed=True, score=1.0)]
+        )
         _save(app, d)
     if architect:
         d.select_by_architect(
