@@ -325,10 +325,18 @@ def _story_statements(e: Any, position: int) -> list[Statement]:
         "at": _at(e.at),
     }
     return [
-        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _story(e.story_id),
         _row(_PHASE, row, node="story_id", writes=(key,)),
         _row(_PHASE_CHANGE, row, node="change_id", reads=(key,)),
     ]
+
+
+def _story(story_id: str) -> Statement:
+    """The story's MERGE, in one row shape whoever makes it (a phase change, a deliberation, a
+    plan): rows of one statement share an execution in a batch, and LadybugDB binds them as
+    one list type, refusing rows of different shapes."""
+    row = {"story_id": story_id}
+    return _row(_STORY, row, node="story_id", writes=(_story_key(story_id),), policy=SAME)
 
 
 def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
@@ -336,7 +344,7 @@ def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
     key = _story_key(e.story_id)
     row = {"id": d_id, "story_id": e.story_id, "plan_id": e.plan_id}
     out = [
-        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _story(e.story_id),
         _row(_STORY_DELIBERATION, row, node="id", reads=(key, _d(d_id))),
     ]
     if e.plan_id:  # the Plan node is MERGEd just before (same event)
@@ -820,12 +828,11 @@ def _plan_statements(e: Plan.Approved) -> list[Statement]:
     }
     key, plan = _story_key(e.story_id), _plan(e.plan_id)
     link = f"has_plan:{e.story_id}:{e.plan_id}"
-    # The story's rows have the shape a deliberation's have (``_story_links``): rows of one
-    # statement share an execution in a batch, and LadybugDB binds them as one list type.
+    # The link's row has the shape a deliberation's has (``_story_links``): see ``_story``.
     story = {"id": e.plan_id, "story_id": e.story_id, "plan_id": e.plan_id}
     return [
         _row(_PLAN_APPROVED, row, node="plan_id", writes=(plan,)),
-        _row(_STORY, story, node="story_id", writes=(key,), policy=SAME),
+        _story(e.story_id),
         _row(_STORY_PLAN, story, node="plan_id", reads=(key, plan), writes=(link,)),
     ]
 
