@@ -316,6 +316,7 @@ class FleetNode:
             )
         if projects and s.outbox:
             runners.append(await asyncio.to_thread(self._outbox_runner, lease_ms))
+            runners.append(await asyncio.to_thread(self._agent_responses_runner, lease_ms))
         if projects:  # an API-only replica reads, never projects
             for r in runners:
                 r.start()
@@ -361,6 +362,52 @@ class FleetNode:
         )
         self._stack.callback(stream.close)
         projection = OutboxProjection(stream, AppHistory(self.app))
+        return ProjectorRunner(
+            self.app, projection, retry_on=(OutboxUnavailableError,), lease_ms=lease_ms
+        )
+
+    def _agent_responses_runner(self, lease_ms: int) -> ProjectorRunner:
+        """The agent results of backlog-review and task-extraction deliberations, on the
+        seed's ``agent.response.>`` subjects: a second outbox, with its own stream
+        (``AGENT_RESPONSES``), position, lease and loop thread, so neither outbox waits on the
+        other's stream."""
+        from eventstore._loop_thread import LoopThread
+        from projectors.outbox import AppHistory, OutboxProjection
+        from projectors.outbox.agent_responses import (
+            BACKLOG_REVIEW_ROLE,
+            agent_responses,
+            handles_agent_response,
+        )
+        from projectors.outbox.jetstream import (
+            AGENT_RESPONSES_MAX_AGE_S,
+            AGENT_RESPONSES_STREAM,
+            AGENT_RESPONSES_SUBJECTS,
+            JetStreamOutboxStream,
+            OutboxUnavailableError,
+        )
+
+        assert self.app is not None
+        bridge = LoopThread(name="agent-responses-loop")
+        self._stack.callback(bridge.close)
+        stream = JetStreamOutboxStream.open(
+            self.endpoints.nats_url,
+            bridge,
+            source=self.settings.stream,
+            replicas=self.settings.stream_replicas,
+            stream=AGENT_RESPONSES_STREAM,
+            subjects=AGENT_RESPONSES_SUBJECTS,
+            probe=BACKLOG_REVIEW_ROLE,
+            max_age_s=AGENT_RESPONSES_MAX_AGE_S,
+            scope="agent-responses",
+        )
+        self._stack.callback(stream.close)
+        projection = OutboxProjection(
+            stream,
+            AppHistory(self.app),
+            name="agent-responses",
+            derive=agent_responses,
+            handles=handles_agent_response,
+        )
         return ProjectorRunner(
             self.app, projection, retry_on=(OutboxUnavailableError,), lease_ms=lease_ms
         )

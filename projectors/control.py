@@ -129,7 +129,7 @@ class Projections:
             NothingToVerifyError: this node reads neither a graph nor a cache.
         """
         graph, board = self._graph, self._board
-        outbox: OutboxProjection | None = None
+        outboxes: list[OutboxProjection] = []
         for r in self._runners:
             p = r.projection
             if isinstance(p, GraphProjection):
@@ -137,8 +137,8 @@ class Projections:
             elif isinstance(p, CacheProjection):
                 board = p.board
             elif isinstance(p, OutboxProjection):
-                outbox = p
-        if graph is None and board is None and outbox is None:
+                outboxes.append(p)
+        if graph is None and board is None and not outboxes:
             msg = "nothing to verify: this node reads neither a graph nor a cache"
             raise NothingToVerifyError(msg)
         expiry = board.expiry_seconds if board is not None else None
@@ -147,7 +147,7 @@ class Projections:
         )
         if graph is not None:  # stories: their phase changes, deliberations and plans
             report.differences += story_differences(self._app, graph)
-        if outbox is not None:  # its messages on the stream, against what the log leads to
+        for outbox in outboxes:  # its messages on the stream, against what the log leads to
             report.differences += verify_outbox(self._app, outbox)
             runner = next((r for r in self._runners if r.projection is outbox), None)
             # The last event it handled (most lead to no message, so not the last published).

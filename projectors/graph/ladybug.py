@@ -111,13 +111,22 @@ same machine, same day); catch-up stayed at 61-65% of the raw ceiling. Files wri
 stay readable with it off (each column chunk records its own encoding)."""
 
 SCHEMA = (
-    """CREATE NODE TABLE IF NOT EXISTS Plan(id STRING, story_id STRING, PRIMARY KEY (id))""",
+    """CREATE NODE TABLE IF NOT EXISTS Plan(id STRING, story_id STRING, approved_by STRING,
+        approved_at STRING, roles STRING[], description STRING, tasks STRING[],
+        PRIMARY KEY (id))""",
+    # A database made before plans carried their approval gets the columns added.
+    "ALTER TABLE Plan ADD IF NOT EXISTS approved_by STRING",
+    "ALTER TABLE Plan ADD IF NOT EXISTS approved_at STRING",
+    "ALTER TABLE Plan ADD IF NOT EXISTS roles STRING[]",
+    "ALTER TABLE Plan ADD IF NOT EXISTS description STRING",
+    "ALTER TABLE Plan ADD IF NOT EXISTS tasks STRING[]",
     """CREATE NODE TABLE IF NOT EXISTS Deliberation(
         id STRING, task_id STRING, task STRING, role STRING, status STRING,
         num_agents INT64, rounds INT64, deadline STRING, plan_id STRING, story_id STRING,
         requested_by STRING, created_at STRING, updated_at STRING, finished_at STRING,
         version INT64, winner STRING, ranking STRING[], missing STRING[], reason STRING,
-        PRIMARY KEY (id))""",
+        architect_fallback STRING, PRIMARY KEY (id))""",
+    "ALTER TABLE Deliberation ADD IF NOT EXISTS architect_fallback STRING",
     """CREATE NODE TABLE IF NOT EXISTS Agent(id STRING, role STRING, model STRING,
         PRIMARY KEY (id))""",
     """CREATE NODE TABLE IF NOT EXISTS Proposal(
@@ -152,6 +161,10 @@ SCHEMA = (
     "CREATE REL TABLE IF NOT EXISTS HAD_EVENT(FROM Deliberation TO Event)",
     """CREATE REL TABLE IF NOT EXISTS CRITIQUED(FROM Proposal TO Proposal, round INT64,
         critic STRING, content STRING, rating DOUBLE, at STRING)""",
+    """CREATE REL TABLE IF NOT EXISTS SELECTED(FROM Agent TO Proposal, deliberation_id STRING,
+        rationale STRING, candidates STRING[], model STRING, latency_ms INT64, at STRING)""",
+    """CREATE REL TABLE IF NOT EXISTS RATED(FROM Agent TO Proposal, deliberation_id STRING,
+        score DOUBLE, content STRING, source STRING, at STRING)""",
 )
 
 

@@ -13,6 +13,17 @@ Model (labels and relationship types below are the contract users write Cypher a
     (:Story {id, phase})-[:HAS_PLAN]->(:Plan)    (:Story)-[:HAS_DELIBERATION]->(:Deliberation)
     (:Story)-[:CHANGED_PHASE]->(:PhaseChange {id, seq, from_phase, to_phase, at})
 
+Decisions (who decided what, and why)::
+
+    (:Plan {id, story_id, approved_by, approved_at, roles, description, tasks})
+        from its approval on, before any deliberation of it; (:Story)-[:HAS_PLAN]->(:Plan)
+    (:Agent)-[:SELECTED {deliberation_id, rationale, candidates, model, latency_ms, at}]
+        ->(:Proposal)
+        the architect's choice of the winner among the candidates, and why
+    (:Deliberation {architect_fallback})   why the highest score won instead (no architect choice)
+    (:Agent)-[:RATED {deliberation_id, score, content, source, at}]->(:Proposal)
+        each agent's final rating of a peer's final proposal (the peer part of the score)
+
 Statements stay in the subset both Neo4j 5 and LadybugDB accept: ``CREATE`` with a property map,
 ``MERGE`` on the key property only, ``SET`` for the rest, one ``MATCH`` per node, parameters for
 every value, no map projections, no APOC. Times are ISO-8601 UTC strings (they sort as text, and
@@ -42,7 +53,7 @@ from datetime import datetime
 from functools import singledispatch
 from typing import Any
 
-from aggregates import Council, Deliberation, Role, council_id
+from aggregates import Council, Deliberation, Plan, Role, council_id
 from aggregates.story import Story
 from aggregates.values import MAX_ROUNDS
 from projectors.events import is_council_event, is_deliberation_event
@@ -69,7 +80,7 @@ NODE_LABELS = (
 )  # fmt: skip
 REL_TYPES = (
     "SPAWNED", "HAS_PROPOSAL", "PROPOSED", "WON_BY", "HAD_EVENT", "CRITIQUED", "MEMBER_OF",
-    "CONVENED", "SAT_IN", "HAS_PLAN", "HAS_DELIBERATION", "CHANGED_PHASE",
+    "CONVENED", "SAT_IN", "HAS_PLAN", "HAS_DELIBERATION", "CHANGED_PHASE", "SELECTED", "RATED",
 )  # fmt: skip
 
 
@@ -314,10 +325,18 @@ def _story_statements(e: Any, position: int) -> list[Statement]:
         "at": _at(e.at),
     }
     return [
-        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _story(e.story_id),
         _row(_PHASE, row, node="story_id", writes=(key,)),
         _row(_PHASE_CHANGE, row, node="change_id", reads=(key,)),
     ]
+
+
+def _story(story_id: str) -> Statement:
+    """The story's MERGE, in one row shape whoever makes it (a phase change, a deliberation, a
+    plan): rows of one statement share an execution in a batch, and LadybugDB binds them as
+    one list type, refusing rows of different shapes."""
+    row = {"story_id": story_id}
+    return _row(_STORY, row, node="story_id", writes=(_story_key(story_id),), policy=SAME)
 
 
 def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
@@ -325,7 +344,7 @@ def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
     key = _story_key(e.story_id)
     row = {"id": d_id, "story_id": e.story_id, "plan_id": e.plan_id}
     out = [
-        _row(_STORY, row, node="story_id", writes=(key,), policy=SAME),
+        _story(e.story_id),
         _row(_STORY_DELIBERATION, row, node="id", reads=(key, _d(d_id))),
     ]
     if e.plan_id:  # the Plan node is MERGEd just before (same event)
@@ -385,6 +404,8 @@ def statements_for(event: object, position: int) -> list[Statement]:
         return council_statements(event)
     if isinstance(event, Story.PhaseChanged):
         return _story_statements(event, position)
+    if isinstance(event, Plan.Approved):
+        return _plan_statements(event)
     if not is_deliberation_event(event):
         return []
     e: Any = event
@@ -725,3 +746,148 @@ def _(e: Council.Deleted, base: dict[str, Any]) -> list[Statement]:
         Statement(_ALL_LEFT, base),
         Statement(_COUNCIL_STATUS, {**base, "status": "deleted"}),
     ]
+
+
+# ---------------------------------------------------------------- decisions
+#
+# A plan is on the graph from its approval on, with who approved it, when, for which roles and
+# story: a plan none of whose deliberations has started yet (or one that spawned none) is there
+# too. The Plan node is MERGEd: its deliberations' requests MERGE it as well (their own
+# ``story_id`` only), whichever the graph sees first.
+
+_PLAN_APPROVED = """
+UNWIND $rows AS r
+MERGE (p:Plan {id: r.plan_id})
+SET p.story_id = r.story_id, p.approved_by = r.approved_by, p.approved_at = r.approved_at,
+    p.roles = r.roles, p.description = r.description, p.tasks = r.tasks
+"""
+# The architect's choice: from the architect (an ARCHITECT council member) to the winner's final
+# proposal, found by key like WON_BY's (its on-time proposal with the highest round).
+_ARCHITECT = "UNWIND $rows AS r MERGE (a:Agent {id: r.architect_id}) SET a.role = 'ARCHITECT'"
+_SELECTED = """
+UNWIND $rows AS r
+UNWIND r.candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.late = false
+WITH r.architect_id AS architect_id, r.candidates AS candidates, r.id AS id,
+    r.rationale AS rationale, r.shortlist AS shortlist, r.model AS model,
+    r.latency_ms AS latency_ms, r.at AS at, max(p.round) AS top
+UNWIND candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.round = top
+MATCH (a:Agent {id: architect_id})
+CREATE (a)-[:SELECTED {deliberation_id: id, rationale: rationale, candidates: shortlist,
+    model: model, latency_ms: latency_ms, at: at}]->(p)
+"""
+_FELL_BACK = """
+UNWIND $rows AS r
+MATCH (d:Deliberation {id: r.id}) SET d.architect_fallback = r.reason
+"""
+# A final rating: from the rater to the rated agent's final proposal. Unrated (the rater gave
+# nothing usable) keeps ``score`` null, in a statement of its own for the reason given at
+# ``_CRITIQUED_UNRATED``.
+_RATED = """
+UNWIND $rows AS r
+UNWIND r.candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.late = false
+WITH r.rater AS rater, r.candidates AS candidates, r.id AS id, r.score AS score,
+    r.content AS content, r.source AS source, r.at AS at, max(p.round) AS top
+UNWIND candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.round = top
+MATCH (a:Agent {id: rater})
+CREATE (a)-[:RATED {deliberation_id: id, score: score, content: content, source: source,
+    at: at}]->(p)
+"""
+_RATED_UNSCORED = """
+UNWIND $rows AS r
+UNWIND r.candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.late = false
+WITH r.rater AS rater, r.candidates AS candidates, r.id AS id, r.content AS content,
+    r.source AS source, r.at AS at, max(p.round) AS top
+UNWIND candidates AS pid
+MATCH (p:Proposal {id: pid})
+WHERE p.round = top
+MATCH (a:Agent {id: rater})
+CREATE (a)-[:RATED {deliberation_id: id, content: content, source: source, at: at}]->(p)
+"""
+
+
+def _plan_statements(e: Plan.Approved) -> list[Statement]:
+    """A plan approval: the Plan node with the approval, on its story (made if new)."""
+    row = {
+        "plan_id": e.plan_id,
+        "story_id": e.story_id,
+        "approved_by": e.approved_by,
+        "approved_at": _at(e.approved_at),
+        "roles": [str(r) for r in e.roles],
+        "description": e.description,
+        "tasks": [str(t) for t in e.tasks],
+    }
+    key, plan = _story_key(e.story_id), _plan(e.plan_id)
+    link = f"has_plan:{e.story_id}:{e.plan_id}"
+    # The link's row has the shape a deliberation's has (``_story_links``): see ``_story``.
+    story = {"id": e.plan_id, "story_id": e.story_id, "plan_id": e.plan_id}
+    return [
+        _row(_PLAN_APPROVED, row, node="plan_id", writes=(plan,)),
+        _story(e.story_id),
+        _row(_STORY_PLAN, story, node="plan_id", reads=(key, plan), writes=(link,)),
+    ]
+
+
+@_statements.register
+def _(e: Deliberation.ArchitectSelected, base: dict[str, Any]) -> list[Statement]:
+    d_id = base["id"]
+    if not e.architect_id:  # no one to link from (every recorded choice names its architect)
+        return []
+    row = {
+        "id": d_id,
+        "at": base["at"],
+        "architect_id": e.architect_id,
+        "selection": f"{d_id}:selected",
+        "candidates": candidate_ids(d_id, e.winner),
+        "rationale": e.rationale,
+        "shortlist": [str(c) for c in e.candidates],
+        "model": e.model,
+        "latency_ms": e.latency_ms,
+    }
+    agent = _agent_key(e.architect_id)
+    return [
+        _row(_ARCHITECT, row, node="architect_id", writes=(agent,), policy=SAME),
+        _row(_SELECTED, row, node="selection", reads=(agent, _props(d_id, e.winner))),
+    ]
+
+
+@_statements.register
+def _(e: Deliberation.ArchitectFellBack, base: dict[str, Any]) -> list[Statement]:
+    row = {"id": base["id"], "reason": e.reason}
+    return [_row(_FELL_BACK, row, node="id", writes=(_state(base["id"]),))]
+
+
+@_statements.register
+def _(e: Deliberation.PeerRatingsReceived, base: dict[str, Any]) -> list[Statement]:
+    # A failed rating call (``error``) has no reviews: timeline only.
+    d_id = base["id"]
+    out = [_agent(base, e.agent_id)] if e.reviews else []
+    for review in e.reviews:
+        rater = str(review.get("reviewer") or e.agent_id)
+        target = str(review.get("target", ""))
+        score = review.get("score")
+        row = {
+            "id": d_id,
+            "at": base["at"],
+            "rating": f"{d_id}:rated:{rater}>{target}",
+            "rater": rater,
+            "candidates": candidate_ids(d_id, target),
+            "content": str(review.get("text", "")),
+            "source": str(review.get("source", "")),
+        }
+        cypher = _RATED_UNSCORED
+        if score is not None:
+            row["score"] = float(score)
+            cypher = _RATED
+        reads = (_agent_key(rater), _props(d_id, target))
+        out.append(_row(cypher, row, node="rating", reads=reads))
+    return out

@@ -49,6 +49,9 @@ from projectors.outbox.messages import IntegrationEvent
 from projectors.outbox.port import Mark, PublishedMessage
 
 __all__ = [
+    "AGENT_RESPONSES_MAX_AGE_S",
+    "AGENT_RESPONSES_STREAM",
+    "AGENT_RESPONSES_SUBJECTS",
     "OUTBOX_BUCKET",
     "OUTBOX_STREAM",
     "OUTBOX_SUBJECTS",
@@ -62,6 +65,12 @@ T = TypeVar("T")
 OUTBOX_STREAM = "ORCHESTRATOR_EVENTS"
 OUTBOX_SUBJECTS = "orchestration.>"
 OUTBOX_BUCKET = "FLEET_OUTBOX"
+AGENT_RESPONSES_STREAM = "AGENT_RESPONSES"
+AGENT_RESPONSES_SUBJECTS = "agent.response.>"
+AGENT_RESPONSES_MAX_AGE_S = 3600.0
+"""The seed's settings for ``AGENT_RESPONSES`` (file storage, an hour), used when Fleet makes it:
+a stream of answers for consumers that read them within minutes, not a record (Fleet's own
+event stream is that). The outbox's position survives the age limit in ``FLEET_OUTBOX``."""
 DUPLICATE_WINDOW_S = 120.0
 
 H_SOURCE = "Fleet-Outbox-Source"
@@ -96,16 +105,22 @@ class JetStreamOutboxStream:
             messages, lease and mark: installations sharing a NATS never mix positions).
         stream: the stream that holds ``orchestration.>``.
         kv: the ``FLEET_OUTBOX`` bucket (lease and mark).
+        scope: names this outbox's lease and mark beside others publishing the same ``source``
+            on other streams ("" for the integration events, ``agent-responses`` for those).
     """
 
-    def __init__(self, nc: NATS, bridge: Bridge, *, source: str, stream: str, kv: Any) -> None:
+    def __init__(
+        self, nc: NATS, bridge: Bridge, *, source: str, stream: str, kv: Any, scope: str = ""
+    ) -> None:
         self._nc = nc
         self.source = source
         self._js = nc.jetstream()
         self._bridge = bridge
         self.stream_name = stream
         self._kv = kv
-        self._lease_key = f"lease.{source}"
+        suffix = f".{scope}" if scope else ""
+        self._lease_key = f"lease.{source}{suffix}"
+        self._mark_key = f"mark.{source}{suffix}"
 
     @classmethod
     def open(
@@ -116,35 +131,54 @@ class JetStreamOutboxStream:
         source: str,
         replicas: int = 1,
         stream: str = OUTBOX_STREAM,
+        subjects: str = OUTBOX_SUBJECTS,
+        probe: str = "orchestration.deliberation.completed",
+        max_age_s: float = 0.0,
+        scope: str = "",
     ) -> JetStreamOutboxStream:
         """Connect on ``bridge``'s loop, make sure of the stream and the bucket.
+
+        The stream that already holds ``probe`` (the seed system's, whatever its name) is used
+        as it is; otherwise ``stream`` is made for ``subjects`` (``max_age_s`` 0: no age limit).
+        The agent-results outbox passes ``AGENT_RESPONSES_*`` and ``scope="agent-responses"``.
 
         Raises:
             StreamSetupError: the server refused the stream (e.g. too many replicas).
         """
-        return bridge.run(cls._open(url, bridge, source, replicas, stream), timeout=60.0)
+        opened = cls._open(url, bridge, source, replicas, stream, subjects, probe, max_age_s, scope)
+        return bridge.run(opened, timeout=60.0)
 
     @classmethod
     async def _open(
-        cls, url: str, bridge: Bridge, source: str, replicas: int, stream: str
+        cls,
+        url: str,
+        bridge: Bridge,
+        source: str,
+        replicas: int,
+        stream: str,
+        subjects: str,
+        probe: str,
+        max_age_s: float,
+        scope: str,
     ) -> JetStreamOutboxStream:
         nc = await nats.connect(servers(url), name="fleet-outbox", max_reconnect_attempts=-1)
         js = nc.jetstream()
         name = stream
         with contextlib.suppress(NotFoundError):  # the seed system's stream, whatever its name
-            name = await js.find_stream_name_by_subject("orchestration.deliberation.completed")
+            name = await js.find_stream_name_by_subject(probe)
         await ensure_stream(
             js,
             StreamConfig(
                 name=name,
-                subjects=[OUTBOX_SUBJECTS],
+                subjects=[subjects],
                 storage=StorageType.FILE,
                 num_replicas=checked_replicas(replicas),
                 duplicate_window=DUPLICATE_WINDOW_S,
+                max_age=max_age_s or None,
             ),
         )
         kv = await _bucket(js, replicas)
-        return cls(nc, bridge, source=source, stream=name, kv=kv)
+        return cls(nc, bridge, source=source, stream=name, kv=kv, scope=scope)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -178,7 +212,7 @@ class JetStreamOutboxStream:
 
     async def _kv_mark(self) -> Mark | None:
         try:
-            entry = await self._kv.get(f"mark.{self.source}")
+            entry = await self._kv.get(self._mark_key)
         except KeyNotFoundError:
             return None
         data = json.loads(entry.value or b"{}")
@@ -222,7 +256,11 @@ class JetStreamOutboxStream:
 
     def keep(self, mark: Mark) -> None:
         kept = {"position": mark.position, "index": mark.index, "count": mark.count}
-        self._call(self._kv.put(f"mark.{self.source}", json.dumps(kept).encode()))
+        self._call(self._kv.put(self._mark_key, json.dumps(kept).encode()))
+
+    def retained_from(self) -> int:
+        info = self._call(self._js.stream_info(self.stream_name))
+        return max(int(info.state.first_seq), 1)
 
     def published(self) -> Iterator[PublishedMessage]:
         info = self._call(self._js.stream_info(self.stream_name))

@@ -35,7 +35,9 @@ __all__ = [
     "DISPATCH_TRIGGERS",
     "PRODUCER",
     "SUBJECTS",
+    "Derive",
     "IntegrationEvent",
+    "envelope",
     "handles",
     "integration_events",
 ]
@@ -70,6 +72,10 @@ works whether or not this Fleet records one, and whatever fields a version adds.
 
 History = Callable[[UUID, int], Sequence[object]]
 """The events of one aggregate up to a version, oldest first (the application's event store)."""
+
+Derive = Callable[[object, int, History], list["IntegrationEvent"]]
+"""What an outbox publishes for one event at a position: ``integration_events`` here, or the
+agent results of ``projectors.outbox.agent_responses``."""
 
 _FAILURES: dict[type, tuple[str, str | None]] = {
     Deliberation.Failed: ("failed", None),
@@ -145,7 +151,7 @@ def idempotency_key(event_type: str, entity_id: str, operation: str = "") -> str
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _envelope(
+def envelope(
     subject: str,
     event: Any,
     position: int,
@@ -155,6 +161,7 @@ def _envelope(
     correlation_id: str,
     payload: dict[str, Any],
 ) -> IntegrationEvent:
+    """The seed's envelope around ``payload`` (see the module's docstring)."""
     key = idempotency_key(subject, entity_id, operation)
     # The payload's fields are also at the top level, for the seed's consumers written before
     # its envelope (they read story_id, task_id, decisions there); the envelope's own fields
@@ -202,7 +209,7 @@ def _plan_approved(e: Any, position: int) -> IntegrationEvent:
         "metadata": dict(e.metadata),
         "timestamp": e.approved_at.timestamp(),
     }
-    return _envelope(
+    return envelope(
         PLAN_APPROVED,
         e,
         position,
@@ -220,7 +227,7 @@ def _phase_changed(e: Any, position: int) -> IntegrationEvent:
         "to_phase": e.to_phase,
         "timestamp": e.at.timestamp(),
     }
-    return _envelope(
+    return envelope(
         PHASE_CHANGED,
         e,
         position,
@@ -374,7 +381,7 @@ def _deliberation_envelope(
     subject: str, d: _Folded, e: Any, position: int, payload: dict[str, Any]
 ) -> IntegrationEvent:
     d_id = str(e.originator_id)
-    return _envelope(
+    return envelope(
         subject,
         e,
         position,

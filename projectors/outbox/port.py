@@ -83,6 +83,11 @@ class OutboxStream(Protocol):
         """Every message Fleet published on the stream, oldest first."""
         ...
 
+    def retained_from(self) -> int:
+        """The stream's first sequence still held: above 1 when its limits (a maximum age, as
+        ``AGENT_RESPONSES`` has) or an operator dropped older messages."""
+        ...
+
     def claim(self, owner: str, lease_ms: int) -> Fence | None:
         """Become (or stay) the outbox's writer; None while another instance holds it."""
         ...

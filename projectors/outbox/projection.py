@@ -24,7 +24,7 @@ runner reads them again from the last published one, and again they lead to noth
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +35,7 @@ from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
 from projectors.outbox.messages import (
     DISPATCH_TRIGGERS,
+    Derive,
     History,
     handles,
     integration_events,
@@ -73,12 +74,25 @@ class OutboxProjection:
         stream: where integration events go (and the position is read back from).
         history: an aggregate's events up to a version (``AppHistory`` in Fleet).
         name: the projection's name in status and rebuild.
+        derive: the messages of one event (the integration events by default; the agent
+            results for the ``agent-responses`` outbox).
+        handles: whether an event can lead to any (the rest are skipped unread).
     """
 
-    def __init__(self, stream: OutboxStream, history: History, *, name: str = "outbox") -> None:
+    def __init__(
+        self,
+        stream: OutboxStream,
+        history: History,
+        *,
+        name: str = "outbox",
+        derive: Derive = integration_events,
+        handles: Callable[[object], bool] = handles,
+    ) -> None:
         self.name = name
         self.stream = stream
         self.history = history
+        self.derive = derive
+        self.handles = handles
         self._mark: Mark | None = None
         self._seen: OrderedDict[UUID, list[object]] = OrderedDict()
         """The events of each deliberation whose request this instance handled, while it runs:
@@ -179,8 +193,8 @@ class OutboxProjection:
             if position <= base:
                 continue
             self._note(event)
-            if handles(event) and not self._dispatched_already(event):
-                messages = integration_events(event, position, self._history_of)
+            if self.handles(event) and not self._dispatched_already(event):
+                messages = self.derive(event, position, self._history_of)
                 start = mark.index + 1 if position == mark.position else 0
                 for index in range(start, len(messages)):
                     seq = self.stream.publish(

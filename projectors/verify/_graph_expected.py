@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from aggregates import Deliberation, DeliberationStatus
+from aggregates import AgentId, Deliberation, DeliberationStatus
 from projectors.verify._graph_read import P_FIELDS, Side
 from projectors.verify._log_scan import History, Record
 
@@ -21,6 +21,7 @@ def expected_graph(history: History, version: int) -> Side:
         values = (round_no, p.content, p.model, p.tokens, p.latency_ms, False, _at(p.received_at))
         side[f"Proposal[{round_no}:{agent}]"] = _proposal(d_id, agent, *values, p.score, checks)
     critique_at: dict[tuple[str, int], str] = {}
+    rated_at: dict[str, str] = {}
     for v, (e, seq) in enumerate(zip(history.events[:version], history.positions, strict=False), 1):
         detail = getattr(e, "error", None) or getattr(e, "reason", None) or ""
         side[f"Event[{v}]"] = {
@@ -34,6 +35,16 @@ def expected_graph(history: History, version: int) -> Side:
             side[key] = _proposal(d_id, e.agent_id, e.round, *late)
         elif isinstance(e, Deliberation.CritiqueReceived):
             critique_at[(e.agent_id, e.round)] = _at(e.timestamp)
+        elif isinstance(e, Deliberation.PeerRatingsReceived):
+            rated_at[e.agent_id] = _at(e.timestamp)
+        elif isinstance(e, Deliberation.ArchitectSelected) and e.architect_id:
+            chosen = d.final_proposals().get(AgentId(e.winner))
+            if chosen is not None:
+                key = f"SELECTED[{e.architect_id} -> {chosen.round}:{e.winner}]"
+                side[key] = {
+                    "rationale": e.rationale, "candidates": list(e.candidates),
+                    "model": e.model, "latency_ms": e.latency_ms, "at": _at(e.timestamp),
+                }  # fmt: skip
     for (critic, round_no), reviews in sorted(d.critiques.items()):
         reviewed = round_no - 1
         for rv in reviews:
@@ -42,7 +53,25 @@ def expected_graph(history: History, version: int) -> Side:
                     "round": round_no, "critic": rv.reviewer, "content": rv.text,
                     "rating": rv.score, "at": critique_at.get((critic, round_no)),
                 }  # fmt: skip
+    final = d.final_proposals()
+    for rater, ratings in sorted(d.ratings.items()):
+        for rv in ratings:
+            rated = final.get(AgentId(rv.target))
+            if rated is not None:
+                _add(side, f"RATED[{rv.reviewer} -> {rated.round}:{rv.target}]", {
+                    "score": rv.score, "content": rv.text, "source": rv.source,
+                    "at": rated_at.get(rater),
+                })  # fmt: skip
     return side
+
+
+def _add(side: Side, key: str, record: Record) -> None:
+    """As the graph's reader does: ``key #2``… for a second link between the same nodes."""
+    n, unique = 1, key
+    while unique in side:
+        n += 1
+        unique = f"{key} #{n}"
+    side[unique] = record
 
 
 def _expected_node(d: Deliberation) -> Record:
@@ -58,6 +87,7 @@ def _expected_node(d: Deliberation) -> Record:
         "winner": d.winner, "ranking": list(d.ranking) if d.winner else None,
         "missing": list(d.missing) if status is DeliberationStatus.TIMEOUT else None,
         "reason": d.reason if status in _CLOSED_WITH_REASON else None,
+        "architect_fallback": d.architect_fallback or None,
         "<-SPAWNED": [d.plan_id] if d.plan_id else [],
         "WON_BY->": [f"{final[d.winner].round}:{d.winner}"] if d.winner in final else [],
     }  # fmt: skip

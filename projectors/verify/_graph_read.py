@@ -23,7 +23,7 @@ Side = dict[str, Record]
 D_FIELDS = (
     "task_id", "task", "role", "status", "num_agents", "rounds", "deadline", "plan_id",
     "story_id", "requested_by", "created_at", "updated_at", "finished_at", "version", "winner",
-    "ranking", "missing", "reason",
+    "ranking", "missing", "reason", "architect_fallback",
 )  # fmt: skip
 P_FIELDS = (
     "deliberation_id", "agent_id", "round", "content", "model", "tokens", "latency_ms", "late",
@@ -31,6 +31,9 @@ P_FIELDS = (
 )  # fmt: skip
 E_FIELDS = ("seq", "type", "at", "version", "agent_id", "detail")
 C_FIELDS = ("round", "critic", "content", "rating", "at")
+S_FIELDS = ("rationale", "candidates", "model", "latency_ms", "at")
+R_FIELDS = ("score", "content", "source", "at")
+PLAN_FIELDS = ("story_id", "approved_by", "approved_at", "roles", "description", "tasks")
 
 
 def _cols(var: str, names: Iterable[str]) -> str:
@@ -50,6 +53,14 @@ _CRITIQUES = f"""
 MATCH (c:Proposal)-[k:CRITIQUED]->(t:Proposal) {{where}}
 RETURN c.deliberation_id AS id, c.id AS source, t.id AS target, {_cols("k", C_FIELDS)}
 """
+_SELECTED = f"""
+MATCH (a:Agent)-[k:SELECTED]->(p:Proposal) {{where}}
+RETURN k.deliberation_id AS id, a.id AS from_agent, p.id AS to_proposal, {_cols("k", S_FIELDS)}
+"""
+_RATED = f"""
+MATCH (a:Agent)-[k:RATED]->(p:Proposal) {{where}}
+RETURN k.deliberation_id AS id, a.id AS from_agent, p.id AS to_proposal, {_cols("k", R_FIELDS)}
+"""
 _EVENTS = f"""
 MATCH (e:Event) OPTIONAL MATCH (d:Deliberation)-[:HAD_EVENT]->(e)
 RETURN e.id AS key, d.id AS linked, {_cols("e", E_FIELDS)}
@@ -59,7 +70,7 @@ MATCH (d:Deliberation)-[:HAD_EVENT]->(e:Event) WHERE d.id IN $ids
 RETURN e.id AS key, d.id AS linked, {_cols("e", E_FIELDS)}
 """
 _AGENTS = "MATCH (a:Agent) RETURN a.id AS id, a.role AS role, a.model AS model"
-_PLANS = "MATCH (x:Plan) RETURN x.id AS id, x.story_id AS story_id"
+_PLANS = f"MATCH (x:Plan) RETURN x.id AS id, {_cols('x', PLAN_FIELDS)}"
 
 
 def read_graph(graph: DecisionGraph, ids: list[str] | None) -> tuple[dict[str, Side], Side]:
@@ -91,6 +102,11 @@ def read_graph(graph: DecisionGraph, ids: list[str] | None) -> tuple[dict[str, S
         d_id = str(r["id"])
         key = f"CRITIQUED[{_tail(r['source'], d_id)} -> {_tail(r['target'], d_id)}]"
         _put(sides[d_id], key, {f: r[f] for f in C_FIELDS})
+    for cypher, kind, names in ((_SELECTED, "SELECTED", S_FIELDS), (_RATED, "RATED", R_FIELDS)):
+        for r in rows(cypher, "k.deliberation_id"):
+            d_id = str(r["id"])
+            key = f"{kind}[{r['from_agent']} -> {_tail(r['to_proposal'], d_id)}]"
+            _put(sides[d_id], key, {f: r[f] for f in names})
     for r in rows(_EVENTS if ids is None else _EVENTS_OF):
         d_id, _, version = str(r["key"]).rpartition(":")
         fresh = {**{f: r[f] for f in E_FIELDS}, "<-HAD_EVENT": []}

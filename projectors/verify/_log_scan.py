@@ -12,9 +12,14 @@ from uuid import UUID
 from eventsourcing.application import Application, project_aggregate
 from eventsourcing.utils import get_topic
 
-from aggregates import Council, Deliberation, Role, council_id
+from aggregates import Council, Deliberation, Plan, Role, council_id
 
 _PAGE = 1000
+_PLAN_UNSET: Record = {
+    "story_id": None, "approved_by": None, "approved_at": None, "roles": None,
+    "description": None, "tasks": None,
+}  # fmt: skip
+"""A Plan node's values before anything set them (a deliberation's request sets story_id only)."""
 
 Record = dict[str, Any]
 
@@ -67,6 +72,7 @@ class Log:
     def extend(self, app: Application[Any], stop: int) -> None:
         prefix = get_topic(Deliberation) + "."
         council_prefix = get_topic(Council) + "."
+        plan_topic = get_topic(Plan.Approved)
         while self.read_to < stop:
             page = app.recorder.select_notifications(self.read_to + 1, _PAGE, stop=stop)
             if not page:
@@ -78,6 +84,8 @@ class Log:
                     history.positions.append(n.id)
                     history.events.append(event)
                     self._share(event, n.id)
+                elif n.topic == plan_topic:
+                    self._share_plan(app.mapper.to_domain_event(n), n.id)
                 elif n.topic.startswith(council_prefix):
                     council_event = app.mapper.to_domain_event(n)
                     self.councils.append((n.id, council_event))
@@ -90,7 +98,14 @@ class Log:
         if isinstance(e, Deliberation.Requested):
             self._roles[d_id] = e.role
             if e.plan_id:
-                self.shared[f"Plan[{e.plan_id}]"].append((position, {"story_id": e.story_id}, d_id))
+                values = self.shared[f"Plan[{e.plan_id}]"]
+                plan: Record = {**(values[-1][1] if values else _PLAN_UNSET)}
+                values.append((position, {**plan, "story_id": e.story_id}, d_id))
+            return
+        if isinstance(e, Deliberation.ArchitectSelected) and e.architect_id:
+            values = self.shared[f"Agent[{e.architect_id}]"]
+            was: Record = dict(values[-1][1]) if values else {"role": None, "model": None}
+            values.append((position, {**was, "role": "ARCHITECT"}, d_id))
             return
         agents: list[str] = []
         model: str | None = None
@@ -108,6 +123,16 @@ class Log:
             if model is not None:
                 held["model"] = model
             values.append((position, held, d_id))
+
+    def _share_plan(self, e: Any, position: int) -> None:
+        """A plan approval sets its Plan node's approval (the statements' MERGE and SET)."""
+        values = self.shared[f"Plan[{e.plan_id}]"]
+        approval = {
+            "story_id": e.story_id, "approved_by": e.approved_by,
+            "approved_at": e.approved_at.isoformat(), "roles": list(e.roles),
+            "description": e.description, "tasks": list(e.tasks),
+        }  # fmt: skip
+        values.append((position, approval, ""))
 
     def _share_member(self, e: Any, position: int) -> None:
         """A registered agent's Agent node takes its council's role (the statements' MERGE)."""

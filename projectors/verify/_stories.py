@@ -14,7 +14,7 @@ from typing import Any
 from eventsourcing.application import Application
 from eventsourcing.utils import get_topic
 
-from aggregates import Deliberation
+from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from projectors.graph.port import DecisionGraph
 from projectors.verify._report import Difference
@@ -86,7 +86,11 @@ def _expected(
 ) -> tuple[dict[Fact, int], dict[str, tuple[int, str]]]:
     """Each fact the log up to ``stop`` leads to, with the position that introduced it, and
     each story's last phase with its position."""
-    topics = [get_topic(Story.PhaseChanged), get_topic(Deliberation.Requested)]
+    topics = [
+        get_topic(Story.PhaseChanged),
+        get_topic(Deliberation.Requested),
+        get_topic(Plan.Approved),
+    ]
     facts: dict[Fact, int] = {}
     phases: dict[str, tuple[int, str]] = {}
     start = 1
@@ -101,6 +105,8 @@ def _expected(
                 values = (change, str(n.id), e.from_phase, e.to_phase, e.at.isoformat())
                 facts[("PhaseChange", e.story_id, *values)] = n.id
                 phases[e.story_id] = (n.id, e.to_phase)
+            elif isinstance(e, Plan.Approved):  # a plan is on its story from its approval on
+                facts.setdefault(("HAS_PLAN", e.story_id, e.plan_id), n.id)
             elif e.story_id:
                 facts[("HAS_DELIBERATION", e.story_id, str(e.originator_id))] = n.id
                 if e.plan_id:
