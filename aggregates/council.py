@@ -29,6 +29,10 @@ AGENT_ID = re.compile(r"[A-Za-z0-9._:@/-]{1,128}")
 AGENT_TYPES = ("", "MOCK", "VLLM", "RAY_VLLM")
 """The seed's ``CouncilConfig.agent_type`` values (empty: the node's own runtime)."""
 
+CUSTOM_PARAMS = ("temperature", "max_tokens")
+"""The ``CouncilConfig.custom_params`` Fleet applies: each maps to the model request of every
+member's calls. Any other key is refused (naming it), never kept and ignored."""
+
 MAX_METADATA = 32
 """Most metadata entries an agent carries (they travel in every council read)."""
 
@@ -86,8 +90,31 @@ class CouncilSettings:
             deliberation_rounds=rounds,
             enable_peer_review=self.enable_peer_review,
             agent_type=kind,
-            custom_params={str(k): str(v) for k, v in self.custom_params.items()},
+            custom_params=check_custom_params(self.custom_params),
         )
+
+
+def check_custom_params(params: Mapping[str, str]) -> dict[str, str]:
+    """``custom_params`` normalised (keys lower case, values stripped), or
+    InvalidDeliberationError naming ``config.custom_params.<key>``: an unknown key, a
+    ``temperature`` outside 0..2, a ``max_tokens`` outside 1..32768."""
+    out: dict[str, str] = {}
+    for raw_key, raw in params.items():
+        key, value = str(raw_key).strip().lower(), str(raw).strip()
+        where = f"config.custom_params.{raw_key}"
+        if key not in CUSTOM_PARAMS:
+            known = ", ".join(CUSTOM_PARAMS)
+            raise InvalidDeliberationError(where, f"unknown parameter (Fleet applies {known})")
+        try:
+            number = float(value) if key == "temperature" else int(value)
+        except ValueError:
+            kind = "a number" if key == "temperature" else "a whole number"
+            raise InvalidDeliberationError(where, f"{value[:20]!r} is not {kind}") from None
+        low, high = (0.0, 2.0) if key == "temperature" else (1, 32768)
+        if not low <= number <= high:
+            raise InvalidDeliberationError(where, f"{value} not in {low}..{high}")
+        out[key] = value
+    return out
 
 
 @dataclass(frozen=True)

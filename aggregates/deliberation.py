@@ -15,6 +15,7 @@ rate, score, decide, time out), and its guards and mutators are read together.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,7 +83,11 @@ class Deliberation(Aggregate):
     architect_k: int = 0
     """Candidates the architect chooses among; 0: no architect selection."""
     peer_review: bool = True
-    """False when the client turned peer review off for this deliberation."""
+    """False when the client, or the role's council, turned peer review off for this one."""
+    context_options: dict[str, Any] | None = None
+    """How the story's context in its agents' prompts is shaped (Orchestrate's
+    ``context_options``: ``include_timeline``, ``include_decisions``, ``include_summaries``,
+    ``max_events``, ``scopes``); None: the dispatcher's default prompt context."""
     case_id: str = ""
     orchestrated: bool = False
     architect_winner: str = ""
@@ -149,10 +154,12 @@ class Deliberation(Aggregate):
 
         Version 2 added ``trace_context``: the W3C ``traceparent`` of the call that asked for it
         (empty when tracing is off), so the dispatcher's work joins that trace from any process.
-        Version-1 events upcast with none.
+        Version-1 events upcast with none. Version 3 added ``peer_review``: whether peers rate
+        the final proposals, decided when it was requested (the client's choice, else the role's
+        council's); older events upcast with peer review on, as they ran.
         """
 
-        class_version = 2
+        class_version = 3
 
         task_id: str
         task: str
@@ -168,10 +175,15 @@ class Deliberation(Aggregate):
         story_id: str
         requested_by: str
         trace_context: str
+        peer_review: bool
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state.update(trace_context="")
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state.update(peer_review=True)
 
     class Started(Event):
         """The dispatcher handed the work to these agents (the council for this deliberation).
@@ -300,11 +312,21 @@ class Deliberation(Aggregate):
         """Orchestrate asked for this deliberation (recorded with Requested, in one write):
         after scoring, an architect picks the winner among the top ``architect_k`` candidates
         (0: no selection, the highest score wins); ``peer_review`` is the client's choice for
-        this deliberation; ``case_id`` is the seed's case, kept for the record."""
+        this deliberation; ``case_id`` is the seed's case, kept for the record.
+
+        Version 2 added ``context_options``: how the client asked the story's context in the
+        agents' prompts to be shaped (empty: the default); version-1 events upcast with none."""
+
+        class_version = 2
 
         architect_k: int
         peer_review: bool
         case_id: str
+        context_options: dict[str, Any]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.update(context_options={})
 
     class ArchitectSelected(Event):
         """An agent of the ARCHITECT council chose the winner among ``candidates`` (the top k
@@ -346,6 +368,7 @@ class Deliberation(Aggregate):
         story_id: str = "",
         requested_by: str = "",
         trace_context: str = "",
+        peer_review: bool = True,
     ) -> Deliberation:
         """Validate a request and create the aggregate (guards live here, not in ``__init__``)."""
         role_value = Role.parse(role).value
@@ -381,6 +404,7 @@ class Deliberation(Aggregate):
             story_id=story_id,
             requested_by=requested_by,
             trace_context=trace_context,
+            peer_review=peer_review,
         )
 
     @event(Requested)
@@ -401,7 +425,10 @@ class Deliberation(Aggregate):
         story_id: str,
         requested_by: str,
         trace_context: str,
+        peer_review: bool,
     ) -> None:
+        if not peer_review:  # the class default (on) otherwise: older snapshots read it too
+            self.peer_review = False
         self.task_id = task_id
         self.task = task
         self.role = Role(role)
@@ -709,7 +736,14 @@ class Deliberation(Aggregate):
 
     # ------------------------------------------------------------------ orchestration
 
-    def orchestrate(self, *, architect_k: int, peer_review: bool = True, case_id: str = "") -> None:
+    def orchestrate(
+        self,
+        *,
+        architect_k: int,
+        peer_review: bool = True,
+        case_id: str = "",
+        context_options: Mapping[str, Any] | None = None,
+    ) -> None:
         """Mark a new deliberation as an orchestration (before it is first saved).
 
         Raises:
@@ -722,7 +756,10 @@ class Deliberation(Aggregate):
             msg = f"Deliberation {self.id} is already {self.status.value} or orchestrated"
             raise InvalidDeliberationError("orchestration", msg)
         self._orchestration_requested(
-            architect_k=architect_k, peer_review=peer_review, case_id=case_id
+            architect_k=architect_k,
+            peer_review=peer_review,
+            case_id=case_id,
+            context_options=dict(context_options or {}),
         )
 
     @property
@@ -940,11 +977,15 @@ class Deliberation(Aggregate):
         self.finished_at = self.event_time
 
     @event(OrchestrationRequested)
-    def _orchestration_requested(self, architect_k: int, peer_review: bool, case_id: str) -> None:
+    def _orchestration_requested(
+        self, architect_k: int, peer_review: bool, case_id: str, context_options: dict[str, Any]
+    ) -> None:
         self.orchestrated = True
         self.architect_k = architect_k
         self.peer_review = peer_review
         self.case_id = case_id
+        if context_options:
+            self.context_options = dict(context_options)
 
     @event(ArchitectSelected)
     def _architect_selected(

@@ -3,8 +3,11 @@
 ``Plan.approve`` records ``Approved`` with the plan's own content (description and tasks), so the
 deliberations it spawns can carry that content in their task text; ``DeliberationsRequested``
 records that the plan dispatcher created them (their task ids derive from plan and role), so a
-restarted dispatcher knows the plan is done without re-deriving it. The id derives from the
-planning service's ``plan_id``: approving the same plan twice is the same aggregate.
+restarted dispatcher knows the plan is done without re-deriving it. Nothing is invented: an
+approval that names no roles deliberates on none (``NothingDispatched`` says so), and a role
+without a council is skipped (``RoleSkipped``), as the seed did, with the warning on record.
+The id derives from the planning service's ``plan_id``: approving the same plan twice is the
+same aggregate.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from aggregates.errors import InvalidDeliberationError
 from aggregates.ids import plan_deliberation_task_id, plan_id_of
 from aggregates.values import MAX_TASK_BYTES, Role
 
-DEFAULT_PLAN_ROLES: tuple[Role, ...] = (Role.ARCHITECT, Role.DEV, Role.QA)
-"""Roles a plan deliberates on when the approval names none."""
+DEFAULT_PLAN_ROLES: tuple[Role, ...] = ()
+"""Roles a plan deliberates on when the approval names none: none (the seed skipped such a plan
+with a warning; inventing ARCHITECT, DEV and QA work nobody asked for is not Fleet's to do)."""
 
 MAX_TASKS = 200
 
@@ -49,6 +53,19 @@ class Plan(Aggregate):
         """The plan dispatcher created one deliberation per role (these task ids)."""
 
         task_ids: list[str]
+
+    class RoleSkipped(Aggregate.Event):
+        """The plan dispatcher requested no deliberation for ``role``, and ``reason`` says why
+        (the role has no council, or an empty one)."""
+
+        role: str
+        reason: str
+
+    class NothingDispatched(Aggregate.Event):
+        """The plan dispatcher requested no deliberation at all for this plan, and ``reason``
+        says why (the approval named no roles, or no role it named has a council)."""
+
+        reason: str
 
     @classmethod
     def approve(
@@ -112,12 +129,18 @@ class Plan(Aggregate):
         self.approved_at = approved_at
         self.metadata = dict(metadata)
         self.requested_task_ids: list[str] = []
+        self.skipped_roles: dict[str, str] = {}
+        """Role → why no deliberation was requested for it."""
+        self.nothing_dispatched = ""
+        """Why the plan got no deliberation at all ("" unless it got none)."""
 
     # ------------------------------------------------------------------ queries
 
     @property
     def dispatched(self) -> bool:
-        return bool(self.requested_task_ids)
+        """The plan dispatcher has done its part (requested deliberations, or recorded why it
+        requested none)."""
+        return bool(self.requested_task_ids) or bool(self.nothing_dispatched)
 
     def task_ids(self) -> list[str]:
         """The task ids of the deliberations this plan spawns, one per role, in role order."""
@@ -139,15 +162,35 @@ class Plan(Aggregate):
 
     # ------------------------------------------------------------------ commands
 
-    def mark_requested(self, task_ids: list[str]) -> None:
-        """Record that the deliberations exist. Idempotent."""
-        if self.requested_task_ids:
+    def mark_requested(self, task_ids: list[str], skipped: dict[str, str] | None = None) -> None:
+        """Record what the dispatcher did: the deliberations that exist (``task_ids``) and the
+        roles it ``skipped`` (role → why), or, with no task ids, that it dispatched nothing.
+        Idempotent.
+        """
+        if self.dispatched:
             return
-        self._deliberations_requested(task_ids=list(task_ids))
+        for role, reason in (skipped or {}).items():
+            if role not in self.skipped_roles:
+                self._role_skipped(role=Role.parse(role).value, reason=reason)
+        if task_ids:
+            self._deliberations_requested(task_ids=list(task_ids))
+        elif not self.roles:
+            self._nothing_dispatched(reason="the approval named no roles")
+        else:
+            roles = ", ".join(r.value for r in self.roles)
+            self._nothing_dispatched(reason=f"no role of the plan ({roles}) has a council")
 
     @event(DeliberationsRequested)
     def _deliberations_requested(self, task_ids: list[str]) -> None:
         self.requested_task_ids = list(task_ids)
+
+    @event(RoleSkipped)
+    def _role_skipped(self, role: str, reason: str) -> None:
+        self.skipped_roles[role] = reason
+
+    @event(NothingDispatched)
+    def _nothing_dispatched(self, reason: str) -> None:
+        self.nothing_dispatched = reason
 
 
 def check_plan_id(plan_id: str) -> None:

@@ -127,6 +127,7 @@ def view_of(c: Council) -> CouncilView:
         endpoint=s.endpoint,
         deliberation_rounds=s.deliberation_rounds,
         enable_peer_review=s.enable_peer_review,
+        custom_params=dict(s.custom_params),
         version=c.version,
     )
 

@@ -40,6 +40,8 @@ class CouncilView:
     endpoint: str = ""
     deliberation_rounds: int = 1
     enable_peer_review: bool = True
+    custom_params: Mapping[str, str] = field(default_factory=dict)
+    """What every member's model request takes (``temperature``, ``max_tokens``)."""
     version: int = 0
     """The council aggregate's version: a deliberation records the version it started with."""
 

@@ -11,8 +11,10 @@ phase changes, and the related deliberations (those the caller names: the story'
 graph, in GetTaskContext; the plan's siblings in a prompt), at most ``MAX_DECISIONS``.
 
 ``StoreContextSource`` is what the dispatcher uses to give agents the same context in their
-prompts when a deliberation belongs to a story: a small budget, no timeline, built once per
-deliberation and kept (bounded), so a round costs no extra reads.
+prompts when a deliberation belongs to a story: by default a small budget, no timeline; an
+orchestration whose client sent ``context_options`` gets those (``recorded_scope``) within
+GetTaskContext's budget. Built once per deliberation and kept (bounded), so a round costs no
+extra reads.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ import functools
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from aggregates import Deliberation, DeliberationStatus, Plan, deliberation_id, plan_id_of
@@ -42,6 +44,7 @@ __all__ = [
     "TaskContext",
     "approx_tokens",
     "gather_facts",
+    "recorded_scope",
     "render_context",
 ]
 
@@ -49,6 +52,7 @@ CHARS_PER_TOKEN = 4
 DEFAULT_TOKEN_BUDGET = 2000
 PROMPT_TOKEN_BUDGET = 300
 """An agent's prompt context: small, since every prompt token costs every agent time."""
+DEFAULT_MAX_EVENTS = 20
 MAX_DECISIONS = 20
 PROPOSAL_CHARS = 400
 MAX_KEPT = 1000
@@ -106,6 +110,19 @@ class ContextScope:
 
     def wants(self, section: str) -> bool:
         return not self.sections or section in self.sections
+
+
+def recorded_scope(options: Mapping[str, Any], token_budget: int) -> ContextScope:
+    """The scope a client's ContextOptions recorded on a deliberation ask for
+    (``Deliberation.context_options``: the seed's fields; ``max_events`` 0 means 20)."""
+    return ContextScope(
+        include_timeline=bool(options.get("include_timeline", False)),
+        include_decisions=bool(options.get("include_decisions", False)),
+        include_summaries=bool(options.get("include_summaries", False)),
+        max_events=int(options.get("max_events") or DEFAULT_MAX_EVENTS),
+        token_budget=token_budget,
+        sections=frozenset(str(x) for x in options.get("scopes", ())),
+    )
 
 
 @dataclass(frozen=True)
@@ -326,6 +343,9 @@ class StoreContextSource:
         facts = await gather_facts(
             self._store, role=d.role.value, task_id=d.task_id, story_id=d.story_id
         )
+        scope = self._scope
+        if d.context_options:  # the client's choice, recorded with the orchestration
+            scope = recorded_scope(d.context_options, DEFAULT_TOKEN_BUDGET)
         # The task itself is in the prompt already: the context is what surrounds it.
         rendered = render_context(
             ContextFacts(
@@ -336,7 +356,10 @@ class StoreContextSource:
                 plan_description=facts.plan_description,
                 plan_tasks=facts.plan_tasks,
                 decisions=facts.decisions,
+                events=facts.events,
             ),
-            self._scope,
+            scope,
         )
-        return rendered.context
+        if not rendered.history:
+            return rendered.context
+        return f"{rendered.context}\n\nTimeline (newest first):\n{rendered.history}".strip()

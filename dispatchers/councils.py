@@ -186,8 +186,9 @@ def seat(council: CouncilView | None, num_agents: int) -> Seating | None:
     When the council has fewer members than the deliberation asks for, the members take a
     second (third, …) seat in order, each seat a distinct agent id ``<member>.<n>`` with the
     member's model and endpoint (so a 5-agent deliberation on a 3-member council is members
-    1, 2, 3, 1.2, 2.2). None (the node's default agents) when the role has no council or an
-    empty one.
+    1, 2, 3, 1.2, 2.2). Each seat also carries the council's ``custom_params`` (``temperature``,
+    ``max_tokens``) that its model requests take. None when the role has no council or an empty
+    one (the dispatcher then invents no agents: the deliberation fails, saying why).
     """
     if council is None or not council.agents:
         return None
@@ -199,5 +200,10 @@ def seat(council: CouncilView | None, num_agents: int) -> Seating | None:
         turn = i // len(members) + 1
         aid = m.agent_id if turn == 1 else f"{m.agent_id}.{turn}"
         agents.append(AgentId(aid))
-        seats[aid] = {"member": m.agent_id, "model": m.model, "endpoint": m.endpoint}
+        seats[aid] = {
+            "member": m.agent_id,
+            "model": m.model,
+            "endpoint": m.endpoint,
+            **dict(council.custom_params),  # temperature, max_tokens: the council's, recorded
+        }
     return Seating(agents, seats, council.version)

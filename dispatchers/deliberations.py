@@ -275,10 +275,16 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         if d.status is DeliberationStatus.PENDING:
             # The council as it stands now: recorded in Started, so later changes to the council
             # never reach this deliberation (nor its history).
-            council = None if self._councils is None else await self._councils.council(d.role.value)
             change = start_change
-            seating = seat(council, d.num_agents)
-            if seating is not None:
+            if self._councils is not None:
+                council = await self._councils.council(d.role.value)
+                seating = seat(council, d.num_agents)
+                if seating is None:  # no agents are invented for a role without a council
+                    why = "no council" if council is None else "an empty council"
+                    reason = f"the {d.role.value} role has {why}: no agents to deliberate"
+                    log.warning("deliberation %s: %s", d.id, reason)
+                    await self._store.update(d.id, lambda d: d.fail(reason))
+                    return
                 change = functools.partial(start_seated, seating=seating)
             self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, change))
             change(d)  # the same command on our copy (never saved): its agents, its status

@@ -11,6 +11,10 @@ Two halves, both pure policy (the NATS consumer and the gRPC method live in ``fl
   per role, its task text carrying the plan's own description and tasks, with task ids from
   ``plan_deliberation_task_id(plan_id, role)``, so a redelivered approval (or two dispatchers, or
   a restart) starts nothing twice. ``DeliberationsRequested`` on the plan records that it is done.
+  Nothing is invented: a role whose council does not exist (or has no members) is skipped
+  (``RoleSkipped``, with a warning in the log), and a plan that names no roles, or none with a
+  council, gets no deliberation (``NothingDispatched``, logged too). Each deliberation takes its
+  council's rounds and peer-review setting unless the node's ``PlanOptions.rounds`` names rounds.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
+from application.councils import CouncilDirectory, CouncilView
 from application.ports import DeliberationStore, EventFeed, PlanStore
 from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
 
-_FOLLOWED = (Plan.Approved, Plan.DeliberationsRequested)
+_FOLLOWED = (Plan.Approved, Plan.DeliberationsRequested, Plan.NothingDispatched)
 """What the plan dispatcher reads on start; live, only approvals."""
 
 __all__ = [
@@ -162,7 +167,8 @@ async def approve_plan(
 @dataclass(frozen=True)
 class PlanOptions:
     num_agents: int = 3
-    rounds: int = 1
+    rounds: int = 0
+    """0: each role's council's ``deliberation_rounds`` (1 without a council directory)."""
     timeout_seconds: int = 300
 
 
@@ -171,10 +177,14 @@ class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
 
 
 async def request_deliberations(
-    store: PlanDeliberationStore, plan_id: UUID, options: PlanOptions, now: datetime
+    store: PlanDeliberationStore,
+    plan_id: UUID,
+    options: PlanOptions,
+    now: datetime,
+    councils: CouncilDirectory | None = None,
 ) -> bool:
     """Request one deliberation per role of an approved plan; False if the plan already said
-    they were requested (two writers racing may both return True; nothing is recorded twice).
+    what was done (two writers racing may both return True; nothing is recorded twice).
 
     Idempotent, and safe beside another writer doing the same: each deliberation's id derives
     from (plan, role), and ``DeliberationsRequested`` is recorded once. The gRPC ``ApprovePlan``
@@ -182,29 +192,55 @@ async def request_deliberations(
     calls it for every approval on the feed (NATS approvals, or a node that stopped between the
     two writes).
 
+    With ``councils``, a role without a council (or with an empty one) is skipped and recorded
+    so (``Plan.RoleSkipped``); each deliberation takes its council's rounds (unless
+    ``options.rounds`` names them) and peer-review setting. Without it (no council directory
+    wired), every role is requested with one round and peer review on.
+
     Raises:
         InvalidDeliberationError: the plan cannot make a valid deliberation.
     """
     plan = await store.get_plan(plan_id)
     if plan.dispatched:
         return False
+    requested: list[str] = []
+    skipped: dict[str, str] = {}
     for role, task_id in zip(plan.roles, plan.task_ids(), strict=True):
+        council: CouncilView | None = None
+        if councils is not None:
+            council = await councils.council(role.value)
+            if council is None or not council.agents:
+                why = "has no council" if council is None else "has an empty council"
+                skipped[role.value] = f"the {role.value} role {why}: no deliberation requested"
+                log.warning("plan %s: %s", plan.plan_id, skipped[role.value])
+                continue
+        rounds = options.rounds or (council.deliberation_rounds if council else 1)
         d = Deliberation.request(
             task_id=task_id,
             task=plan.task_for(Role(role)),
             role=role,
             num_agents=options.num_agents,
-            rounds=options.rounds,
+            rounds=rounds,
             requested_at=now,
             timeout_seconds=options.timeout_seconds,
             metadata={"source": "plan", **dict(plan.metadata)},
             plan_id=plan.plan_id,
             story_id=plan.story_id,
             requested_by=plan.approved_by or "planning",
+            peer_review=council.enable_peer_review if council else True,
         )
         await store.create(d)  # idempotent: the id derives from (plan, role)
-    await store.update_plan(plan_id, lambda p: p.mark_requested(p.task_ids()))
-    log.info("plan %s: requested %d deliberation(s)", plan.plan_id, len(plan.roles))
+        requested.append(task_id)
+
+    def mark(p: Plan) -> Plan:
+        p.mark_requested(requested, skipped)
+        return p
+
+    updated = await store.update_plan(plan_id, mark)
+    if requested:
+        log.info("plan %s: requested %d deliberation(s)", plan.plan_id, len(requested))
+    else:
+        log.warning("plan %s: nothing dispatched: %s", plan.plan_id, updated.nothing_dispatched)
     return True
 
 
@@ -221,8 +257,10 @@ class PlanDispatcher(BackgroundService):
         *,
         options: PlanOptions | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC),
+        councils: CouncilDirectory | None = None,
     ) -> None:
         self._store = store
+        self._councils = councils
         self._feed = feed
         self._options = options or PlanOptions()
         self._clock = clock
@@ -234,7 +272,7 @@ class PlanDispatcher(BackgroundService):
         async for item in self._feed.history(after=0, types=_FOLLOWED):
             if isinstance(item.event, Plan.Approved):
                 pending[item.event.originator_id] = None
-            elif isinstance(item.event, Plan.DeliberationsRequested):
+            else:  # DeliberationsRequested or NothingDispatched: done
                 pending.pop(item.event.originator_id, None)
             last = item.position
         for plan_id in pending:
@@ -245,7 +283,9 @@ class PlanDispatcher(BackgroundService):
 
     async def _dispatch(self, plan_id: UUID) -> None:
         try:
-            if await request_deliberations(self._store, plan_id, self._options, self._clock()):
+            if await request_deliberations(
+                self._store, plan_id, self._options, self._clock(), self._councils
+            ):
                 self.plans_dispatched += 1
         except InvalidDeliberationError:
             log.exception("plan %s: cannot request its deliberations", plan_id)

@@ -310,10 +310,13 @@ class DeliberationProtocol(ArchitectStep):
         place = d.seats.get(agent)  # the council member recorded in Started: never today's
         if not place:
             return sampling
+        temperature, max_tokens = place.get("temperature"), place.get("max_tokens")
         return replace(
             sampling,
             model=place.get("model") or sampling.model,
             endpoint=place.get("endpoint", ""),
+            temperature=float(temperature) if temperature else sampling.temperature,
+            max_tokens=int(max_tokens) if max_tokens else sampling.max_tokens,
         )
 
     async def _turn(

@@ -112,15 +112,16 @@ class FleetClient:
         *,
         role: str = "DEV",
         num_agents: int = 3,
-        rounds: int = 1,
+        rounds: int = 0,
         task_id: str = "",
         timeout_seconds: int = 0,
         rubric: str = "",
         requirements: tuple[str, ...] = (),
         acceptance_tests: str = "",
     ) -> pb.DeliberateResponse:
-        """Submit a deliberation. ``acceptance_tests`` (pytest-style Python) travel in
-        ``TaskConstraints.metadata["acceptance_tests"]``, where the seed's clients put them."""
+        """Submit a deliberation (``rounds`` 0: the role's council's). ``acceptance_tests``
+        (pytest-style Python) travel in ``TaskConstraints.metadata["acceptance_tests"]``, where
+        the seed's clients put them."""
         metadata = {ACCEPTANCE_TESTS_KEY: acceptance_tests} if acceptance_tests else {}
         req = pb.DeliberateRequest(
             task_id=task_id,

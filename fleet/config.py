@@ -1,8 +1,11 @@
 """Settings: parsed once, from the environment and then flags, into one frozen object.
 
 Names: ``FLEET_*`` first, then the seed system's names (``NATS_URL``, ``NEO4J_URI``, ``VLLM_URL``,
-``VLLM_MODEL``, ``RAY_ADDRESS``, ``DELIBERATION_TIMEOUT``, ``DELIBERATION_CLEANUP``), so existing
-deployments keep working. An empty URL means "embedded": Fleet starts that part itself.
+``VLLM_MODEL``, ``RAY_ADDRESS``, ``DELIBERATION_TIMEOUT``, ``DELIBERATION_CLEANUP``,
+``AUTO_INIT_COUNCILS``, ``AGENT_TYPE``, ``ENABLE_NATS``), so existing deployments keep working; a
+seed value Fleet has no meaning for (``AGENT_TYPE=MOCK``, ``ENABLE_NATS=false``) stops the start
+with one line saying so, never ignored. An empty URL means "embedded": Fleet starts that part
+itself.
 Only ``fleet/bootstrap.py`` and the CLI read settings; nothing reads the environment at import.
 """
 
@@ -68,6 +71,34 @@ def _float(env: Mapping[str, str], default: float, *names: str) -> float:
         return float(raw)
     except ValueError:
         raise ConfigError(f"{names[0]}={raw!r} is not a number") from None
+
+
+def _off(raw: str | None) -> bool:
+    return raw is not None and raw.lower() in ("off", "0", "false", "no")
+
+
+SEED_AGENT_TYPES = {"RAY_VLLM": "ray", "VLLM": "local"}
+"""The seed's ``AGENT_TYPE`` as Fleet's agent runtime: agents on Ray actors, or in-process
+calls; either way they call the OpenAI-compatible endpoint (``VLLM_URL``)."""
+
+
+def _seed_agent_type(raw: str | None) -> str:
+    """``FLEET_AGENT_RUNTIME`` from the seed's ``AGENT_TYPE`` (unset: ``ray``).
+
+    Raises:
+        ConfigError: ``MOCK`` (Fleet has no mock agents) or a value the seed did not have.
+    """
+    if raw is None:
+        return "ray"
+    kind = raw.upper()
+    if kind == "MOCK":
+        raise ConfigError(
+            "AGENT_TYPE=MOCK: Fleet has no mock agents; point VLLM_URL at an OpenAI-compatible "
+            "test double instead (fleet_testing.loadgen)"
+        )
+    if kind not in SEED_AGENT_TYPES:
+        raise ConfigError(f"AGENT_TYPE={raw!r} must be RAY_VLLM or VLLM")
+    return SEED_AGENT_TYPES[kind]
 
 
 def parse_components(raw: str | None) -> frozenset[str]:
@@ -170,8 +201,12 @@ class Settings:
     """``FLEET_PLANNING_START``: where the planning consumers begin when their durables are
     created (``new``: the stream's tail, the default, so a cut-over replays nothing; ``all``; an
     RFC 3339 time; a stream sequence). An existing durable resumes where it stands."""
+    auto_init_councils: bool = True
+    """``AUTO_INIT_COUNCILS``: on an empty store, create the seed's councils (5 roles × 3 agents);
+    off: only the roles ``FLEET_COUNCILS`` names get a council."""
     plan_agents: int = 3
-    plan_rounds: int = 1
+    plan_rounds: int = 0
+    """``FLEET_PLAN_ROUNDS``: rounds of a plan's deliberations; 0: each role's council's."""
     agent_backend: str = "ray"
     """``FLEET_AGENT_BACKEND``: ``ray`` (``agent_runtime`` picks Ray actors or local members)
     or ``nats`` (a JetStream work queue served by ``fleet worker`` processes; ``fleet/agents``)."""
@@ -192,6 +227,11 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         e = os.environ if env is None else env
+        if _off(_first(e, "ENABLE_NATS")):
+            raise ConfigError(
+                "ENABLE_NATS=false: Fleet keeps its events in NATS JetStream and cannot run "
+                "without it (FLEET_PLAN_CONSUMER=off stops consuming planning events)"
+            )
         vllm_url = _first(e, "FLEET_VLLM_URL", "VLLM_URL")
         model_default = DEFAULT_REMOTE_MODEL if vllm_url else EMBEDDED_MODEL_ALIAS
         s = cls(
@@ -241,7 +281,10 @@ class Settings:
             log_format=(_first(e, "FLEET_LOG_FORMAT") or "text").lower(),
             otel_endpoint=_first(e, "OTEL_EXPORTER_OTLP_ENDPOINT"),
             service_name=_first(e, "OTEL_SERVICE_NAME") or "fleet",
-            agent_runtime=(_first(e, "FLEET_AGENT_RUNTIME") or "ray").lower(),
+            agent_runtime=(
+                _first(e, "FLEET_AGENT_RUNTIME") or _seed_agent_type(_first(e, "AGENT_TYPE"))
+            ).lower(),
+            auto_init_councils=not _off(_first(e, "AUTO_INIT_COUNCILS")),
             councils=_first(e, "FLEET_COUNCILS"),
             peer_review=(_first(e, "FLEET_PEER_REVIEW") or "on").lower()
             not in ("off", "0", "false"),
@@ -255,7 +298,7 @@ class Settings:
             outbox=(_first(e, "FLEET_OUTBOX") or "on").lower() not in ("off", "0", "false"),
             planning_start=_planning_start(_first(e, "FLEET_PLANNING_START")),
             plan_agents=_int(e, 3, "FLEET_PLAN_AGENTS"),
-            plan_rounds=_int(e, 1, "FLEET_PLAN_ROUNDS"),
+            plan_rounds=_int(e, 0, "FLEET_PLAN_ROUNDS"),
             agent_backend=(_first(e, "FLEET_AGENT_BACKEND") or "ray").lower(),
             local_workers=_int(e, 1, "FLEET_LOCAL_WORKERS"),
             worker_concurrency=_int(e, 8, "FLEET_WORKER_CONCURRENCY"),

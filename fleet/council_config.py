@@ -16,11 +16,15 @@ from fleet.run_dispatcher import load_councils
 def configured_councils(settings: Settings) -> dict[str, DesiredCouncil]:
     """Every role's council: ``FLEET_COUNCILS`` sets the members (one per listed agent, ids
     ``agent-<role>-001..``, with the agent's model) of the roles it names; the others keep the
-    seed's three agents.
+    seed's three agents, unless ``AUTO_INIT_COUNCILS`` is off: then only the roles
+    ``FLEET_COUNCILS`` names (none without it), and the rest get councils through the API.
 
     Raises:
         ConfigError / CouncilConfigError: ``FLEET_COUNCILS`` is malformed (names the field).
     """
     councils = load_councils(settings.councils)
     models = {role: [spec.model for spec in specs] for role, specs in councils.by_role.items()}
-    return seed_councils(models)
+    wanted = seed_councils(models)
+    if not settings.auto_init_councils:
+        wanted = {role: c for role, c in wanted.items() if role in models}
+    return wanted

@@ -116,7 +116,7 @@ async def start_dispatch(
         councils=councils,
     )
     await stack.enter_async_context(dispatcher)
-    plans = PlanDispatcher(store, feed_factory(), options=plan_options(s))
+    plans = PlanDispatcher(store, feed_factory(), options=plan_options(s), councils=councils)
     await stack.enter_async_context(plans)
     consumer = None
     if s.plan_consumer:

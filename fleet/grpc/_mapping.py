@@ -18,6 +18,7 @@ from aggregates import (
 )
 from aggregates.plan import check_plan_id
 from aggregates.values import all_checks_passed
+from application.councils import CouncilView
 from application.listing import ListFilter, Page
 from application.queries import QueryResult
 from application.timeline import History, to_json
@@ -305,8 +306,14 @@ def new_deliberation(
     default_timeout_s: int,
     new_task_id: str,
     trace_context: str = "",
+    council: CouncilView | None = None,
 ) -> Deliberation:
-    """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself)."""
+    """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself).
+
+    What the request leaves unset comes from the role's ``council`` (its rounds and peer-review
+    setting), else the seed's defaults (one round, peer review on);
+    ``constraints.max_iterations`` caps the rounds, whichever gave them.
+    """
     c = request.constraints
     if c.timeout_seconds < 0:
         raise InvalidDeliberationError(
@@ -316,6 +323,13 @@ def new_deliberation(
         raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
     if request.rounds < 0:
         raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
+    if c.max_iterations < 0:
+        raise InvalidDeliberationError(
+            "constraints.max_iterations", f"{c.max_iterations} must be >= 0 (0: no cap)"
+        )
+    rounds = request.rounds or (council.deliberation_rounds if council else 1)
+    if c.max_iterations:
+        rounds = min(rounds, c.max_iterations)
     _check_python(ACCEPTANCE_TESTS_KEY, c.metadata.get(ACCEPTANCE_TESTS_KEY, ""), tests=True)
     _check_python(REFERENCE_KEY, c.metadata.get(REFERENCE_KEY, ""), tests=False)
     tid = task_id(request.task_id) if request.task_id else new_task_id
@@ -324,7 +338,7 @@ def new_deliberation(
         task=request.task_description,
         role=request.role,
         num_agents=request.num_agents or 3,  # proto3 default 0 means "not set": the seed's default
-        rounds=request.rounds or 1,
+        rounds=rounds,
         requested_at=now,
         timeout_seconds=c.timeout_seconds or default_timeout_s,
         rubric=c.rubric,
@@ -334,6 +348,7 @@ def new_deliberation(
         story_id=c.metadata.get("story_id", ""),
         requested_by=c.metadata.get("requested_by", "grpc"),
         trace_context=trace_context,
+        peer_review=council.enable_peer_review if council else True,
     )
 
 

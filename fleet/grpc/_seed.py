@@ -9,9 +9,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from aggregates import Deliberation, InvalidDeliberationError, Role
+from application.councils import CouncilView
 from application.views import view_from_aggregate
+from dispatchers.context import SECTIONS
 from fleet.grpc import _mapping
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
@@ -97,6 +100,10 @@ def _architect_k(request: pb.OrchestrateRequest) -> int:
         raise InvalidDeliberationError(field, f"{raw[:20]!r} is not a whole number") from None
 
 
+ORCHESTRATE_PARAMS = ("architect_k", "num_agents")
+"""The ``OrchestratorOptions.custom_params`` Fleet honours; any other key is refused."""
+
+
 def new_orchestration(
     request: pb.OrchestrateRequest,
     *,
@@ -104,14 +111,24 @@ def new_orchestration(
     default_timeout_s: int,
     new_task_id: str,
     trace_context: str = "",
+    council: CouncilView | None = None,
 ) -> Deliberation:
     """OrchestrateRequest → a new Deliberation marked as an orchestration (not yet saved).
 
-    Without ``options`` the seed's defaults hold: peer review on, architect selection on (k=3),
-    one round. With them, each is as given (``deliberation_rounds`` 0 means one round).
-    ``custom_params["num_agents"]`` sizes the council (3 by default).
+    Without ``options`` the role's ``council`` decides rounds and peer review (the seed's
+    defaults, one round and peer review on, without one), and architect selection is on (k=3).
+    With them, each is as given (``deliberation_rounds`` 0 means the council's rounds).
+    ``custom_params["num_agents"]`` sizes the council (3 by default); another key is refused.
+    ``context_options`` shape the story's context in the agents' prompts (recorded with the
+    orchestration); they need a ``story_id``.
     """
     options = request.options
+    for key in options.custom_params:
+        if key not in ORCHESTRATE_PARAMS:
+            raise InvalidDeliberationError(
+                f"options.custom_params.{key}",
+                f"unknown parameter (Fleet honours {', '.join(ORCHESTRATE_PARAMS)})",
+            )
     plain = pb.DeliberateRequest(
         task_id=request.task_id,
         task_description=request.task_description,
@@ -129,18 +146,61 @@ def new_orchestration(
         if value.strip():
             meta[key] = value.strip()
     meta.setdefault("source", "orchestrate")
+    context = context_options(request)
     d = _mapping.new_deliberation(
         plain,
         now=now,
         default_timeout_s=default_timeout_s,
         new_task_id=new_task_id,
         trace_context=trace_context,
+        council=council,
     )
-    peer_review = options.enable_peer_review if request.HasField("options") else True
+    if request.HasField("options"):
+        peer_review = options.enable_peer_review
+    else:
+        peer_review = council.enable_peer_review if council else True
     d.orchestrate(
-        architect_k=_architect_k(request), peer_review=peer_review, case_id=request.case_id
+        architect_k=_architect_k(request),
+        peer_review=peer_review,
+        case_id=request.case_id,
+        context_options=context,
     )
     return d
+
+
+def context_options(request: pb.OrchestrateRequest) -> dict[str, Any]:
+    """Orchestrate's ``context_options`` as recorded ({} when not given).
+
+    Raises:
+        InvalidDeliberationError: naming ``context_options`` when there is no ``story_id`` (the
+            agents' context is their story's: there would be nothing to shape),
+            ``context_options.max_events`` below 0, ``context_options.scopes`` for an unknown
+            scope.
+    """
+    if not request.HasField("context_options"):
+        return {}
+    o = request.context_options
+    if not request.story_id.strip():
+        raise InvalidDeliberationError(
+            "context_options", "the agents' context is their story's: name story_id"
+        )
+    if o.max_events < 0:
+        raise InvalidDeliberationError(
+            "context_options.max_events", f"{o.max_events} must be >= 0 (0: 20)"
+        )
+    scopes = sorted({x.strip().lower() for x in o.scopes if x.strip()})
+    unknown = [x for x in scopes if x not in SECTIONS]
+    if unknown:
+        raise InvalidDeliberationError(
+            "context_options.scopes", f"{unknown} not in {sorted(SECTIONS)}"
+        )
+    return {
+        "include_timeline": o.include_timeline,
+        "include_decisions": o.include_decisions,
+        "include_summaries": o.include_summaries,
+        "max_events": o.max_events,
+        "scopes": scopes,
+    }
 
 
 def _int_param(params: Mapping[str, str], key: str) -> int:

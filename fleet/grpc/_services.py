@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
+from aggregates import CouncilStateError, Role
 from application.council_store import CouncilEventStore
 from application.councils import CouncilDirectory, CouncilView
 from application.listing import DeliberationListing
@@ -67,3 +68,21 @@ class ApiServices:
     derivation: DerivationOptions = field(default_factory=DerivationOptions)
     health: NodeHealth | None = None
     """Probes of the parts this node reaches (GetStatus's status word); None: not probed."""
+
+    async def council_for(self, role: str) -> CouncilView | None:
+        """The council a new deliberation of ``role`` takes its defaults (rounds, peer review)
+        from; None on a node that reads no councils (the seed's defaults then hold).
+
+        Raises:
+            InvalidDeliberationError: an unknown role (naming ``role``).
+            CouncilStateError: the role has no council, or an empty one: no agents would
+                deliberate, and Fleet invents none (FAILED_PRECONDITION naming ``role``).
+        """
+        r = Role.parse(role).value
+        if self.councils is None:
+            return None
+        council = await self.councils.council(r)
+        if council is None or not council.agents:
+            why = "no council" if council is None else "an empty council"
+            raise CouncilStateError("role", f"the {r} role has {why}: no agents to deliberate")
+        return council

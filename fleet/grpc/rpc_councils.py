@@ -49,6 +49,7 @@ class CouncilRpcs:
     ) -> pb.CreateCouncilResponse:
         cfg = request.config
         settings = CouncilSettings(
+            model=cfg.model_profile,  # the model its members' endpoints are asked for
             deliberation_rounds=cfg.deliberation_rounds,
             enable_peer_review=cfg.enable_peer_review if request.HasField("config") else True,
             agent_type=cfg.agent_type,
@@ -99,13 +100,16 @@ class CouncilRpcs:
         self, request: pb.RegisterAgentRequest, context: Ctx
     ) -> pb.RegisterAgentResponse:
         """Only agent_id and role: the agent takes the council's model and endpoint;
-        ``endpoint``, ``capabilities.model_profile`` and ``metadata`` override."""
+        ``endpoint``, ``capabilities.model_profile`` (the model its endpoint is asked for) and
+        ``metadata`` override."""
         role = Role.parse(request.role).value
+        profile = request.capabilities.model_profile
         view = await self._council_admin().register(
             role,
             request.agent_id,
+            model=profile,
             endpoint=request.endpoint,
-            model_profile=request.capabilities.model_profile,
+            model_profile=profile,
             metadata=dict(request.metadata),
         )
         return pb.RegisterAgentResponse(

@@ -43,6 +43,7 @@ class DeliberationRpcs:
             default_timeout_s=s.default_timeout_s,
             new_task_id=uuid.uuid4().hex,
             trace_context=current_traceparent(),  # the dispatcher's work joins this call's trace
+            council=await s.council_for(request.role),
         )
         stored, created = await s.store.create(d)
         log.info(

@@ -32,8 +32,9 @@ class OrchestrationRpcs:
         self, request: pb.OrchestrateRequest, context: Ctx
     ) -> pb.OrchestrateResponse:
         """INVALID_ARGUMENT naming the field for a bad request (as Deliberate, plus
-        ``options.custom_params.architect_k``/``num_agents``); UNAVAILABLE on a node without
-        a watch hub."""
+        ``options.custom_params.<key>`` for a bad or unknown parameter and
+        ``context_options...`` for context options Fleet cannot honour); UNAVAILABLE on a node
+        without a watch hub."""
         s = self.services
         hub = s.watch
         if hub is None:
@@ -44,6 +45,7 @@ class OrchestrationRpcs:
             default_timeout_s=s.default_timeout_s,
             new_task_id=uuid.uuid4().hex,
             trace_context=current_traceparent(),
+            council=await s.council_for(request.role),
         )
         stored, created = await s.store.create(d)
         log.info("orchestration %s (task %s) %s", stored.id, stored.task_id, _said(created))
@@ -66,6 +68,7 @@ class OrchestrationRpcs:
             default_timeout_s=s.default_timeout_s,
             new_task_id=plain.task_id,
             trace_context=current_traceparent(),
+            council=await s.council_for(plain.role),
         )
         stored, created = await s.store.create(d)
         log.info("backlog review %s (story %s) %s", stored.task_id, task.story_id, _said(created))

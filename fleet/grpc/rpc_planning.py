@@ -27,6 +27,7 @@ from dispatchers.story_phases import record_phase_change
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
+from fleet.grpc.rpc_plans import dispatch_note
 from fleet.observed_store import NodeStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
@@ -69,12 +70,13 @@ class PlanningRpcs:
                 metadata=meta,
             )
             plan, created = await approve_plan(s.store, approval, now=s.clock())
-            await request_deliberations(s.store, plan.id, s.plan_options, s.clock())
+            await request_deliberations(s.store, plan.id, s.plan_options, s.clock(), s.councils)
+            plan = await s.store.get_plan(plan.id)
             said = "approved" if created else "was approved already"
             return pb.PlanningEventResponse(
                 processed=True,
-                message=f"plan {plan.plan_id} {said}",
-                derived_task_ids=plan.task_ids(),
+                message=f"plan {plan.plan_id} {said}{dispatch_note(plan)}",
+                derived_task_ids=plan.requested_task_ids,
             )
         if kind in TRANSITIONS:
             records = s.records
@@ -140,7 +142,7 @@ class PlanningRpcs:
                 derivation,
                 plan,
                 num_agents=o.num_agents,
-                rounds=o.rounds,
+                rounds=o.rounds or 1,
                 timeout_seconds=o.timeout_seconds,
                 now=s.clock(),
             )

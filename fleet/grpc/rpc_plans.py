@@ -5,11 +5,14 @@ requested, one per role, before the answer: the task ids it names (they derive f
 can be read, watched or cancelled at once. The plan dispatcher does the same for every approval on
 the feed, so a node stopped between the two writes loses nothing.
 
-The deliberations are shaped by ``ApiServices.plan_options``, as the plan dispatcher shapes them.
+The deliberations are shaped by ``ApiServices.plan_options`` and the roles' councils, as the plan
+dispatcher shapes them; ``task_ids`` are those requested (none for a plan that names no roles,
+none for a role without a council: the plan's events say why).
 """
 
 from __future__ import annotations
 
+from aggregates import Plan
 from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
@@ -38,7 +41,15 @@ class PlanRpcs:
         s = self.services
         now = s.clock()
         plan, created = await approve_plan(s.store, approval, now=now)
-        await request_deliberations(s.store, plan.id, s.plan_options, now)
+        await request_deliberations(s.store, plan.id, s.plan_options, now, s.councils)
+        plan = await s.store.get_plan(plan.id)
         return pb.ApprovePlanResponse(
-            plan_id=plan.plan_id, task_ids=plan.task_ids(), created=created
+            plan_id=plan.plan_id, task_ids=plan.requested_task_ids, created=created
         )
+
+
+def dispatch_note(plan: Plan) -> str:
+    """What the plan dispatcher did not do, said in a reply: "" when every role deliberates."""
+    if plan.nothing_dispatched:
+        return f"; nothing dispatched: {plan.nothing_dispatched}"
+    return "".join(f"; {why}" for why in plan.skipped_roles.values())

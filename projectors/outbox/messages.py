@@ -45,6 +45,7 @@ __all__ = [
 PRODUCER = "fleet-orchestrator"
 
 PLAN_APPROVED = "orchestration.plan.approved"
+PLAN_SKIPPED = "orchestration.plan.skipped"
 PHASE_CHANGED = "orchestration.phase.changed"
 TASK_DISPATCHED = "orchestration.task.dispatched"
 DELIBERATION_COMPLETED = "orchestration.deliberation.completed"
@@ -55,6 +56,7 @@ TASK_CANCELLED = "orchestration.task.cancelled"
 
 SUBJECTS = (
     PLAN_APPROVED,
+    PLAN_SKIPPED,
     PHASE_CHANGED,
     TASK_DISPATCHED,
     DELIBERATION_COMPLETED,
@@ -102,6 +104,8 @@ def handles(event: object) -> bool:
     return isinstance(
         event,
         Plan.Approved
+        | Plan.RoleSkipped
+        | Plan.NothingDispatched
         | Story.PhaseChanged
         | Deliberation.Started
         | Deliberation.ProposalReceived
@@ -116,14 +120,17 @@ def handles(event: object) -> bool:
 def integration_events(event: object, position: int, history: History) -> list[IntegrationEvent]:
     """The integration events Fleet's ``event`` (at stream ``position``) leads to, in order.
 
-    ``history`` is read only for Deliberation events (their payloads need the request, the
-    proposals and the scores before them).
+    ``history`` is read for Deliberation events (their payloads need the request, the
+    proposals and the scores before them) and a plan's skips (the plan's ids are in its
+    approval).
     """
     if not handles(event):
         return []
     e: Any = event
     if isinstance(event, Plan.Approved):
         return [_plan_approved(e, position)]
+    if isinstance(event, Plan.RoleSkipped | Plan.NothingDispatched):
+        return [_plan_skipped(e, position, history)]
     if isinstance(event, Story.PhaseChanged):
         return [_phase_changed(e, position)]
     past = list(history(e.originator_id, e.originator_version))
@@ -216,6 +223,29 @@ def _plan_approved(e: Any, position: int) -> IntegrationEvent:
         entity_id=e.plan_id,
         operation="",
         correlation_id=e.plan_id,
+        payload=payload,
+    )
+
+
+def _plan_skipped(e: Any, position: int, history: History) -> IntegrationEvent:
+    """A role of the plan got no deliberation (``role`` set), or the whole plan got none
+    (``role`` empty), and why: the seed skipped such work with a warning; this says so."""
+    approved: Any = next(iter(history(e.originator_id, 1)))
+    role = getattr(e, "role", "")
+    payload = {
+        "plan_id": approved.plan_id,
+        "story_id": approved.story_id,
+        "role": role,
+        "reason": e.reason,
+        "timestamp": e.timestamp.timestamp(),
+    }
+    return _envelope(
+        PLAN_SKIPPED,
+        e,
+        position,
+        entity_id=approved.plan_id,
+        operation=role or "plan",
+        correlation_id=approved.plan_id,
         payload=payload,
     )
 

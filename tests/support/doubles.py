@@ -126,17 +126,20 @@ class ScriptedRuntime(AgentRuntime):
 
 
 class Directory(CouncilDirectory):
-    """A council directory with one ARCHITECT council (or none)."""
+    """A council directory with one ARCHITECT council (or none), and DEV's (the deliberating
+    role: Fleet invents no agents for a role without a council)."""
 
     def __init__(self, *members: str) -> None:
         agents = tuple(CouncilAgentView(m, "ARCHITECT", model="arch-7b") for m in members)
         self.view = CouncilView("council-architect", "ARCHITECT", agents) if members else None
+        devs = tuple(CouncilAgentView(f"dev-agent-{i}", "DEV") for i in (1, 2, 3))
+        self.dev = CouncilView("council-dev", "DEV", devs)
 
     async def list_councils(self) -> list[CouncilView]:
-        return [self.view] if self.view else []
+        return [self.dev, *([self.view] if self.view else [])]
 
     async def council(self, role: str) -> CouncilView | None:
-        return self.view if role == "ARCHITECT" else None
+        return {"ARCHITECT": self.view, "DEV": self.dev}.get(role)
 
     async def history(self, role: str) -> list[CouncilChange]:
         return []

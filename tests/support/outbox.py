@@ -16,8 +16,9 @@ from aggregates import AgentAnswer, AgentId, CheckOutcome, Plan
 from aggregates.story import Phase, Story
 from tests.support.deliberations import requested
 
-MESSAGES_PER_ROUND = 1 + 2 + 3 + 2 + 3 + 3 + 2
-"""What ``one_of_each`` leads to: plan approval, two phase changes, a completed deliberation
+MESSAGES_PER_ROUND = 1 + 2 + 2 + 3 + 2 + 3 + 3 + 2
+"""What ``one_of_each`` leads to: plan approval, the plan's QA role skipped and then the whole
+plan (nothing dispatched), two phase changes, a completed deliberation
 (dispatched, deliberation completed, task completed), a failed one (dispatched, failed), a
 timed-out and a cancelled one (dispatched, failed, their own subject each), and a deliberation
 that never got an answer but started (dispatched) and was later failed (failed)."""
@@ -31,6 +32,7 @@ def one_of_each(tag: str | None = None) -> list[Any]:
         plan_id=f"p-{tag}", story_id=f"s-{tag}", approved_by="po", approved_at=now,
         roles=["DEV", "QA"],
     )  # fmt: skip
+    plan.mark_requested([], {"QA": "the QA role has no council: no deliberation requested"})
     story = Story.register(f"s-{tag}")
     story.change_phase(Phase.DESIGN, Phase.BUILD, now)
     story.change_phase(Phase.BUILD, Phase.TEST, now + timedelta(seconds=1))

@@ -31,7 +31,7 @@ def register(sub: Subparsers) -> None:
     d.add_argument("task", help="the task text")
     d.add_argument("--role", default="DEV", help="DEV, QA, ARCHITECT, DEVOPS or DATA")
     d.add_argument("--agents", type=int, default=3, help="agents on the council (1..16)")
-    d.add_argument("--rounds", type=int, default=1, help="rounds (1..5)")
+    d.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     d.add_argument("--task-id", help="your id for it (idempotent); generated when absent")
     d.add_argument("--timeout", type=int, help="seconds to TIMEOUT (default DELIBERATION_TIMEOUT)")
     d.add_argument("--wait", action="store_true", help="wait for the result, showing progress")

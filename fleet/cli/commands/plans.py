@@ -44,3 +44,5 @@ async def cmd_approve_plan(args: argparse.Namespace) -> None:
     console.print(Text.assemble("plan ", (resp.plan_id, "bold"), f" {state}; deliberations:"))
     for t in resp.task_ids:
         console.print(Text(f"  {t}"))  # ids carry the client's plan id: text, not markup
+    if not resp.task_ids:  # nothing is invented: the plan's events say why
+        console.print("  none (no roles named, or none with a council)")

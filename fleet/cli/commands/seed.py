@@ -22,7 +22,7 @@ def register(sub: Subparsers) -> None:
     o.add_argument("task", help="the task text")
     o.add_argument("--role", default="DEV", help="DEV, QA, ARCHITECT, DEVOPS or DATA")
     o.add_argument("--task-id", default="", help="your id for it (idempotent)")
-    o.add_argument("--rounds", type=int, default=1, help="rounds (1..5)")
+    o.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     o.add_argument("--architect-k", type=int, default=3, help="candidates the architect sees")
     o.add_argument("--no-architect", action="store_true", help="the highest score wins")
     o.add_argument("--no-peer-review", action="store_true", help="agents do not rate each other")

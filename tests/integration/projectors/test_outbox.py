@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 ORDER = [
     "orchestration.plan.approved",
+    "orchestration.plan.skipped",
+    "orchestration.plan.skipped",
     "orchestration.phase.changed",
     "orchestration.phase.changed",
     "orchestration.task.dispatched",

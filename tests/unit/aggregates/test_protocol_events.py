@@ -134,13 +134,11 @@ def test_a_plan_carries_its_content_into_each_roles_task() -> None:
     assert p.dispatched and p.requested_task_ids == p.task_ids()
 
 
-def test_a_plan_needs_ids_and_known_roles_and_defaults_its_roles() -> None:
+def test_a_plan_needs_ids_and_known_roles_and_invents_none() -> None:
     with pytest.raises(InvalidDeliberationError, match="plan_id"):
         Plan.approve(plan_id=" ", story_id="s", approved_at=T0)
     with pytest.raises(InvalidDeliberationError, match="story_id"):
         Plan.approve(plan_id="p", story_id="", approved_at=T0)
     with pytest.raises(InvalidDeliberationError, match="role"):
         Plan.approve(plan_id="p", story_id="s", approved_at=T0, roles=["CHEF"])
-    assert Plan.approve(plan_id="p", story_id="s", approved_at=T0).roles == [
-        Role.ARCHITECT, Role.DEV, Role.QA,
-    ]  # fmt: skip
+    assert Plan.approve(plan_id="p", story_id="s", approved_at=T0).roles == []  # none invented

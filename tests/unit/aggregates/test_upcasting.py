@@ -193,3 +193,43 @@ def test_version_1_started_events_and_v2_snapshots_replay_with_no_seats() -> Non
     ).mutate(None)
     assert (from_v2.seats, from_v2.council_version) == ({}, 0)
     assert from_v2.agents == ["dev-agent-1", "dev-agent-2"]
+
+
+def test_version_2_requests_and_v1_orchestrations_replay_with_peer_review_and_no_context() -> None:
+    """Requested v3 added ``peer_review`` (a council may turn it off); OrchestrationRequested v2
+    added ``context_options``: deliberations stored before replay as they ran, peer review on
+    and the default prompt context."""
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    d_id = deliberation_id("old-3")
+    at = {"_type_": "datetime_iso", "_data_": datetime.now(tz=UTC).isoformat()}
+    base = {"originator_id": {"_type_": "uuid_hex", "_data_": d_id.hex}, "timestamp": at}
+    v2_request = {
+        **base, "originator_version": 1, "originator_topic": get_topic(Deliberation),
+        "task_id": "old-3", "task": "fib", "role": "DEV", "num_agents": 1, "rounds": 1,
+        "rubric": "", "requirements": [], "metadata": {}, "timeout_seconds": 60,
+        "deadline": at, "plan_id": "", "story_id": "", "requested_by": "grpc",
+        "trace_context": "", "class_version": 2,
+    }  # fmt: skip
+    v1_orchestration = {
+        **base, "originator_version": 2, "architect_k": 3, "peer_review": False, "case_id": "c",
+    }  # fmt: skip
+    app.recorder.insert_events(
+        [
+            StoredEvent(
+                d_id, 1, get_topic(Deliberation.Requested), json.dumps(v2_request).encode()
+            ),
+            StoredEvent(
+                d_id,
+                2,
+                get_topic(Deliberation.OrchestrationRequested),
+                json.dumps(v1_orchestration).encode(),
+            ),
+        ]
+    )
+    old = app.repository.get(d_id)
+    assert (old.architect_k, old.peer_review, old.context_options) == (3, False, None)
+    plain = requested("new-1", task="fib", num_agents=1)
+    assert plain.peer_review is True
+    off = requested("new-2", task="fib", num_agents=1, peer_review=False)
+    app.save(off)
+    assert app.repository.get(off.id).peer_review is False

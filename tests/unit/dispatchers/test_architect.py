@@ -228,3 +228,20 @@ async def test_the_architect_is_the_architect_councils_first_member_as_it_stands
     async with DeliberationDispatcher(store, feed, rt, councils=Directory()):
         done = await until_terminal(store, d.id)
     assert "no ARCHITECT council" in done.architect_fallback and done.winner == "dev-agent-3"
+
+
+async def test_a_role_whose_council_is_gone_when_it_starts_fails_saying_why() -> None:
+    """No agents are invented: a deliberation of a role with no council (deleted after it was
+    requested) ends FAILED with the reason, and no agent is asked anything."""
+    a = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    rt = ArchitectRuntime('{"winner": "A", "rationale": "-"}')
+    store = ApplicationDeliberationStore(a)
+    d = requested("qa-orphan", role="QA")
+    a.save(d)
+    async with DeliberationDispatcher(
+        store, ApplicationEventFeed(a), rt, councils=Directory("lead-7")
+    ):
+        done = await until_terminal(store, d.id)
+    assert done.status is DeliberationStatus.FAILED
+    assert done.reason == "the QA role has no council: no agents to deliberate"
+    assert done.agents == [] and rt.turns == [] and rt.reviews == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -94,7 +95,8 @@ async def test_an_approved_plan_spawns_one_deliberation_per_role_once() -> None:
 async def test_a_plan_approved_while_no_dispatcher_ran_is_dispatched_on_start() -> None:
     app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
     store = ApplicationDeliberationStore(app)
-    app.save(Plan.approve(plan_id="P2", story_id="S", approved_at=NOW, description="x"))
+    roles = ["ARCHITECT", "DEV", "QA"]
+    app.save(Plan.approve(plan_id="P2", story_id="S", approved_at=NOW, roles=roles))
     async with PlanDispatcher(store, ApplicationEventFeed(app)):
         await eventually(lambda: dispatched(store, plan_id_of("P2")))
     ids = (await store.get_plan(plan_id_of("P2"))).requested_task_ids
@@ -120,3 +122,66 @@ async def test_requesting_beside_a_running_dispatcher_records_each_deliberation_
     assert len([t for t in topics if t.endswith("Deliberation.Requested")]) == 2
     assert len([t for t in topics if t.endswith("Plan.DeliberationsRequested")]) == 1
     assert first is True and again is False
+
+
+def _topics(app: FleetApplication) -> list[str]:
+    return [n.topic.rsplit(".", 1)[-1] for n in app.recorder.select_notifications(1, 1000)]
+
+
+async def test_a_plan_that_names_no_roles_dispatches_nothing_and_says_so() -> None:
+    """The seed skipped such a plan with a warning; inventing ARCHITECT, DEV and QA work is not
+    Fleet's to do. The plan records why it got nothing, and a restart does not try again."""
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    body = {k: v for k, v in SEED_MESSAGE.items() if k != "roles"}
+    plan, _ = await approve_plan(store, parse_plan_approval(json.dumps(body).encode()), now=NOW)
+    assert plan.roles == []
+    assert await request_deliberations(store, plan.id, PlanOptions(), NOW) is True
+    stored = await store.get_plan(plan.id)
+    assert stored.dispatched and stored.requested_task_ids == []
+    assert stored.nothing_dispatched == "the approval named no roles"
+    assert "Requested" not in _topics(app)
+    assert _topics(app)[-1] == "NothingDispatched"
+    async with PlanDispatcher(store, ApplicationEventFeed(app)) as pd:
+        await asyncio.sleep(0.1)
+    assert pd.plans_dispatched == 0
+
+
+async def test_a_role_without_a_council_is_skipped_on_record_and_councils_shape_the_rest() -> None:
+    from application.councils import CouncilAgentView, CouncilView
+
+    class Directory:
+        dev = CouncilView(
+            "c-dev", "DEV", agents=[CouncilAgentView("a1", "DEV")],
+            deliberation_rounds=2, enable_peer_review=False,
+        )  # fmt: skip
+        qa = CouncilView("c-qa", "QA")  # exists, no members
+
+        async def council(self, role: str) -> CouncilView | None:
+            return {"DEV": self.dev, "QA": self.qa}.get(role)
+
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    roles = ["DEV", "QA", "DATA"]
+    plan, _ = await store.create_plan(
+        Plan.approve(plan_id="P3", story_id="S", approved_at=NOW, roles=roles)
+    )
+    directory: Any = Directory()
+    await request_deliberations(store, plan.id, PlanOptions(), NOW, directory)
+    stored = await store.get_plan(plan.id)
+    assert stored.requested_task_ids == ["plan:P3:DEV"]
+    assert stored.skipped_roles == {
+        "QA": "the QA role has an empty council: no deliberation requested",
+        "DATA": "the DATA role has no council: no deliberation requested",
+    }
+    dev = await store.get(deliberation_id("plan:P3:DEV"))
+    assert (dev.rounds, dev.peer_review) == (2, False)  # the council's, none named
+    with pytest.raises(KeyError):
+        await store.get(deliberation_id("plan:P3:DATA"))
+    # every role skipped: nothing dispatched, and why
+    plan4, _ = await store.create_plan(
+        Plan.approve(plan_id="P4", story_id="S", approved_at=NOW, roles=["DATA"])
+    )
+    await request_deliberations(store, plan4.id, PlanOptions(rounds=1), NOW, directory)
+    p4 = await store.get_plan(plan4.id)
+    assert p4.nothing_dispatched == "no role of the plan (DATA) has a council"

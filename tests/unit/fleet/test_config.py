@@ -50,3 +50,29 @@ def test_fleet_names_win_and_empty_means_embedded() -> None:
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
     with pytest.raises(ConfigError, match=name):
         Settings.from_env(env)
+
+
+def test_the_seeds_switches_are_read_where_they_mean_something_in_fleet() -> None:
+    assert Settings.from_env({}).auto_init_councils is True
+    assert Settings.from_env({"AUTO_INIT_COUNCILS": "false"}).auto_init_councils is False
+    assert Settings.from_env({"AGENT_TYPE": "RAY_VLLM"}).agent_runtime == "ray"
+    assert Settings.from_env({"AGENT_TYPE": "vllm"}).agent_runtime == "local"
+    both = {"AGENT_TYPE": "VLLM", "FLEET_AGENT_RUNTIME": "ray"}
+    assert Settings.from_env(both).agent_runtime == "ray"  # Fleet's own name wins
+    assert Settings.from_env({"ENABLE_NATS": "true"}).nats_url is None
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"ENABLE_NATS": "false"}, "ENABLE_NATS=false"),
+        ({"AGENT_TYPE": "MOCK"}, "AGENT_TYPE=MOCK"),
+        ({"AGENT_TYPE": "GPU"}, "AGENT_TYPE='GPU'"),
+    ],
+)
+def test_a_seed_switch_fleet_cannot_honour_stops_the_start_in_one_line(
+    env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        Settings.from_env(env)
+    assert str(e.value).startswith(named) and "\n" not in str(e.value)
