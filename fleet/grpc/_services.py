@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
+from agent_runtime.sandbox import SandboxState
 from application.council_store import CouncilEventStore
 from application.councils import CouncilDirectory, CouncilView
 from application.listing import DeliberationListing
@@ -64,3 +65,6 @@ class ApiServices:
     runtime: AgentRuntime | None = None
     """The agents, on a node that runs them: DeriveSubtasks asks the councils through it."""
     derivation: DerivationOptions = field(default_factory=DerivationOptions)
+    sandbox: SandboxState | None = None
+    """Where this node's agent checks run, as found at start (GetNodeStatus); None on a node
+    that runs no agents, or whose checks run in ``fleet worker`` processes."""
