@@ -55,7 +55,7 @@ from agent_runtime.api import (
 from agent_runtime.checks import assess_candidates, needs_sandbox, with_peer_reviews
 from agent_runtime.council import CouncilMember, EndpointConfig
 from agent_runtime.openai_client import RetryPolicy
-from agent_runtime.sandbox import DisabledSandbox
+from agent_runtime.sandbox import DisabledSandbox, SandboxState
 
 __all__ = ["ActorStats", "AgentActor", "RayAgentRuntime", "pool_index"]
 
@@ -162,6 +162,10 @@ class AgentActor:
             node_id=ray.get_runtime_context().get_node_id() or "",
             early_ratings_joined=self._early.joined,
         )
+
+    async def sandbox(self) -> SandboxState:
+        """This actor's sandbox, as its process probed it (where its DEV checks run)."""
+        return SandboxState.of(self._member.endpoint.sandbox, self._member.sandbox)
 
     async def close(self) -> None:
         await self._member.close()
@@ -462,6 +466,12 @@ class RayAgentRuntime:
     async def stats(self) -> list[ActorStats]:
         """Every actor's counters, pool by pool."""
         refs = [a.stats.remote() for actors in self._pools.values() for a in actors]
+        return list(await asyncio.gather(*refs))
+
+    async def sandboxes(self) -> list[SandboxState]:
+        """Every actor's sandbox, pool by pool: the checks run in the actors' processes, which
+        on a cluster are other machines (pods) than this one."""
+        refs = [a.sandbox.remote() for actors in self._pools.values() for a in actors]
         return list(await asyncio.gather(*refs))
 
     async def close(self) -> None:

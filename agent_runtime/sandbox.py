@@ -56,6 +56,8 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxRun",
+    "SandboxState",
+    "announce",
     "find_bwrap",
     "open_sandbox",
 ]
@@ -122,6 +124,24 @@ class SandboxRun:
     """"" when it ran normally (whatever its exit code); else why it was stopped, e.g.
     "timed out after 10 s", "memory limit", "output limit", "cpu limit", "not run: …"."""
     duration_s: float
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    """What a process that runs checks found when it opened its sandbox: shown to operators
+    (``fleet up``'s start-up warning, GetNodeStatus, the web console), because a sandbox that
+    cannot start turns every DEV candidate's checks into "not run"."""
+
+    mode: str
+    """``FLEET_SANDBOX`` as configured: ``auto``, ``bwrap`` or ``off``."""
+    available: bool
+    """Whether model code runs there (behind bubblewrap's walls)."""
+    reason: str
+    """Why not, as the probe found it ("" when ``available``)."""
+
+    @classmethod
+    def of(cls, mode: str, box: Sandbox) -> SandboxState:
+        return cls(mode=mode, available=box.available, reason=box.reason)
 
 
 class Sandbox(Protocol):
@@ -445,14 +465,14 @@ def open_sandbox(mode: str = "auto", *, slots: int = 2) -> Sandbox:
     if mode not in SANDBOX_MODES:
         raise ValueError(f"FLEET_SANDBOX={mode!r} must be one of {', '.join(SANDBOX_MODES)}")
     if mode == "off":
-        return _announce(DisabledSandbox("sandbox turned off (FLEET_SANDBOX=off)"))
+        return _announce(DisabledSandbox("sandbox turned off (FLEET_SANDBOX=off)"), mode)
     with _open_lock:
         box = _opened.get(slots)
         if box is None:
             box = _opened[slots] = _probe(slots)
     if not box.available and mode == "bwrap":
         raise SandboxError(f"FLEET_SANDBOX=bwrap but no sandbox can start: {box.reason}")
-    return _announce(box)
+    return _announce(box, mode)
 
 
 def _probe(slots: int) -> Sandbox:
@@ -476,14 +496,32 @@ def _probe(slots: int) -> Sandbox:
     return box
 
 
-def _announce(box: Sandbox) -> Sandbox:
-    key = box.reason or "available"
+def _announce(box: Sandbox, mode: str) -> Sandbox:
+    announce(SandboxState.of(mode, box))
+    return box
+
+
+def announce(state: SandboxState, where: str = "") -> None:
+    """Log ``state`` once per process and outcome: one warning line naming the probe's reason
+    when model code cannot run, so an operator sees at start that DEV checks will say "not run".
+
+    Args:
+        state: the sandbox as a process that runs checks found it.
+        where: which processes it describes, when not this one (e.g. "4 of 10 Ray actors").
+    """
+    key = state.reason or "available"
     with _log_lock:
         if key in _logged:
-            return box
+            return
         _logged.add(key)
-    if box.available:
-        log.info("sandbox: bubblewrap; model code runs behind walls")
+    at = f" in {where}" if where else ""
+    if state.available:
+        log.info("sandbox: bubblewrap%s; model code runs behind walls", at)
     else:
-        log.warning("sandbox unavailable: %s; execution checks will not run", box.reason)
-    return box
+        log.warning(
+            "sandbox unavailable%s (FLEET_SANDBOX=%s): %s; model code will not run and DEV "
+            "checks will say 'not run'",
+            at,
+            state.mode,
+            state.reason,
+        )

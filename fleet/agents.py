@@ -30,6 +30,7 @@ import nats
 from agent_runtime.api import AgentRuntime
 from agent_runtime.council import CouncilMember, EndpointConfig, LocalAgentRuntime
 from agent_runtime.nats_runtime import NatsAgentRuntime, QueueNames
+from agent_runtime.sandbox import SandboxState, announce, open_sandbox
 from agent_runtime.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
@@ -188,3 +189,30 @@ async def make_agent_runtime(
     else:
         where += " (served by `fleet worker` processes)"
     return runtime, where
+
+
+async def checks_sandbox(settings: Settings, runtime: AgentRuntime) -> SandboxState | None:
+    """The sandbox where this node's agent checks run, as those processes found it, logged once
+    (``sandbox.announce``: one warning line with the probe's reason when it cannot start).
+
+    The Ray actors are asked (on a cluster they are other pods, with their own kernel
+    permissions); in-process councils and workers share this process's sandbox. None where this
+    node cannot know: with the ``nats`` backend and no in-process workers the checks run in
+    ``fleet worker`` processes, and each of those announces its own at start.
+    """
+    if settings.agent_backend == "nats" and settings.local_workers <= 0:
+        return None
+    if settings.agent_backend != "nats" and settings.agent_runtime != "local":
+        from agent_runtime.ray_runtime import RayAgentRuntime
+
+        if isinstance(runtime, RayAgentRuntime):
+            states = await runtime.sandboxes()
+            down = [s for s in states if not s.available]
+            state = down[0] if down else states[0]
+            where = f"{len(down) or len(states)} of {len(states)} Ray actors"
+            announce(state, where)
+            return state
+    here = await asyncio.to_thread(open_sandbox, settings.sandbox)
+    state = SandboxState.of(settings.sandbox, here)
+    announce(state)
+    return state

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from eventsourcing.persistence import OperationalError
 
 from agent_runtime.api import AgentRuntime, Sampling
+from agent_runtime.sandbox import SandboxState
 from aggregates import Role
 from application.app import FleetApplication
 from application.council_store import CouncilEventStore
@@ -43,7 +44,7 @@ from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
 from dispatchers.councils import startup_councils
 from dispatchers.derivation import DerivationOptions
-from fleet.agents import make_agent_runtime, queue_names
+from fleet.agents import checks_sandbox, make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
 from fleet.endpoints import Endpoints
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
@@ -131,6 +132,9 @@ class FleetNode:
         self.hub: WatchHub | None = None
         self.runtime: AgentRuntime | None = None
         """The agents, when this process runs them (DeriveSubtasks asks them too)."""
+        self.sandbox: SandboxState | None = None
+        """Where this node's agent checks run, as found at start (None: not this node's to
+        know; ``fleet.agents.checks_sandbox``). Shown by GetNodeStatus."""
         self.traces = TraceContexts()
         """Which trace each deliberation belongs to, shared by the store and agent wrappers."""
         self._watched: dict[str, BackgroundPart] = {}
@@ -469,6 +473,7 @@ class FleetNode:
             nats_url=self.endpoints.nats_url,
         )
         self.endpoints.ray = where
+        self.sandbox = await checks_sandbox(self.settings, runtime)
         return runtime
 
     def _observed_store(self) -> ObservedStore:
@@ -560,6 +565,7 @@ class FleetNode:
             councils=self.councils,
             council_admin=self.councils,
             health=self._health(),
+            sandbox=self.sandbox,
         )
 
     def _health(self) -> NodeHealth:

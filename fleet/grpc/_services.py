@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
+from agent_runtime.sandbox import SandboxState
 from aggregates import CouncilStateError, Role
 from application.council_store import CouncilEventStore
 from application.councils import CouncilDirectory, CouncilView
@@ -68,6 +69,9 @@ class ApiServices:
     derivation: DerivationOptions = field(default_factory=DerivationOptions)
     health: NodeHealth | None = None
     """Probes of the parts this node reaches (GetStatus's status word); None: not probed."""
+    sandbox: SandboxState | None = None
+    """Where this node's agent checks run, as found at start (GetNodeStatus); None on a node
+    that runs no agents, or whose checks run in ``fleet worker`` processes."""
 
     async def council_for(self, role: str) -> CouncilView | None:
         """The council a new deliberation of ``role`` takes its defaults (rounds, peer review)

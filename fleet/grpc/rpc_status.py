@@ -2,8 +2,8 @@
 
 Parts read from ``ApiServices``: ``projections`` (this node's projections, or those of the node
 that runs them; without it the projection RPCs answer UNAVAILABLE and GetNodeStatus lists none),
-``endpoints`` (shown by GetNodeStatus) and ``listing`` (GetNodeStatus counts the open
-deliberations with it).
+``endpoints`` and ``sandbox`` (shown by GetNodeStatus) and ``listing`` (GetNodeStatus counts the
+open deliberations with it).
 
 Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
 stores: the embedded graph is a directory only one process may open, and the runner's fence is
@@ -55,6 +55,10 @@ class StatusRpcs:
         listing = self.services.listing
         if listing is not None:
             resp.deliberations_in_flight = await listing.count_open()
+        box = self.services.sandbox
+        if box is not None:
+            resp.sandbox.mode, resp.sandbox.available = box.mode, box.available
+            resp.sandbox.reason = box.reason
         return resp
 
     @translated

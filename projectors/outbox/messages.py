@@ -239,7 +239,7 @@ def _plan_skipped(e: Any, position: int, history: History) -> IntegrationEvent:
         "reason": e.reason,
         "timestamp": e.timestamp.timestamp(),
     }
-    return _envelope(
+    return envelope(
         PLAN_SKIPPED,
         e,
         position,

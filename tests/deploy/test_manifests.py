@@ -11,6 +11,7 @@ that sets a variable nobody reads fails here.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 import tomllib
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -290,12 +292,118 @@ def test_compose_runs_the_same_services_as_kubernetes() -> None:
     assert {"nats", "neo4j", "valkey", "vllm", "ray-head", "fleet-api", "fleet-worker"} <= names
 
 
-def test_the_dockerfile_installs_what_ray_workers_import() -> None:
-    text = (DEPLOY / "Dockerfile").read_text()
-    for pkg in ("aggregates", "eventstore", "projectors", "dispatchers", "agent_runtime", "fleet"):
-        assert f"COPY {pkg}/ {pkg}/" in text, pkg
-    assert "ARG WITH_LLM" in text and ".[llm]" in text
-    assert (
-        "import aggregates, eventstore, projectors, dispatchers, agent_runtime, fleet, nats, ray"
-        in text
+# ------------------------------------------------------------------------------ schemas
+
+KUBERNETES = "1.33.0"
+"""The oldest Kubernetes the manifests are for: the agent pods' sandbox needs user namespaces
+(``hostUsers: false``) and ``procMount: Unmasked``, both on by default from 1.33."""
+
+
+def _validated(doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [d for d in _k8s_docs() if d["kind"] not in ("RayCluster", "Kustomization")],
+    ids=lambda d: f"{d['kind']}/{d['metadata'].get('name', '')}",
+)
+def test_every_resource_validates_against_the_kubernetes_schema(doc: dict[str, Any]) -> None:
+    """The upstream OpenAPI schemas of each kind (shipped by ``kubernetes-validate``, read
+    offline), strict: a misspelt field is an error, not something the API server drops.
+    kustomization.yaml is kustomize's input, not a resource."""
+    _validated(doc)
+
+
+def test_the_ray_clusters_pods_validate_as_pod_templates() -> None:
+    """RayCluster is KubeRay's CRD, whose schema no Kubernetes release ships: its own fields are
+    checked by the tests above; the pod templates it holds are core PodTemplateSpecs, validated
+    as such."""
+    checked = 0
+    for rc in (d for d in _k8s_docs() if d["kind"] == "RayCluster"):
+        groups = [rc["spec"]["headGroupSpec"], *rc["spec"].get("workerGroupSpecs", [])]
+        for g in groups:
+            name = f"{rc['metadata']['name']}-{g.get('groupName', 'head')}"
+            wrapped = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": name},
+                "template": g["template"],
+            }
+            _validated(wrapped)
+            checked += 1
+    assert checked >= 2
+
+
+def test_a_misspelt_field_fails_the_schema_check() -> None:
+    doc = next(
+        d for d in _k8s_docs() if d["metadata"]["name"] == "fleet-web" and d["kind"] == "Deployment"
     )
+    bad = copy.deepcopy(doc)
+    bad["spec"]["template"]["spec"]["containers"][0]["readynessProbe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError, match="readynessProbe"):
+        _validated(bad)
+
+
+# ------------------------------------------------------------------------------ agents' sandbox
+
+
+def _agent_pods() -> Iterator[tuple[str, dict[str, Any]]]:
+    """The pods whose processes run the agents' checks: the RayCluster's (head included: the
+    actors ask for no CPU, so they may land there) and the ``fleet worker`` Deployments."""
+    for d in _k8s_docs():
+        if d["kind"] == "RayCluster":
+            for spec in _pod_spec(d):
+                yield d["metadata"]["name"], spec
+        elif d["kind"] == "Deployment":
+            spec = d["spec"]["template"]["spec"]
+            if any(c.get("args", [])[:2] == ["fleet", "worker"] for c in spec["containers"]):
+                yield d["metadata"]["name"], spec
+
+
+def test_the_pods_that_run_checks_can_start_the_sandbox() -> None:
+    """bwrap as uid 10001 needs a user namespace of its own, no seccomp or AppArmor filter that
+    refuses namespaces and mounts, and an unmasked /proc (docs/operations.md)."""
+    pods = list(_agent_pods())
+    assert len(pods) >= 6, [n for n, _ in pods]
+    for name, spec in pods:
+        ctx = spec.get("securityContext", {})
+        assert spec.get("hostUsers") is False, name
+        assert ctx.get("runAsNonRoot") is True and ctx.get("runAsUser") == 10001, name
+        assert ctx.get("seccompProfile", {}).get("type") == "Unconfined", name
+        assert ctx.get("appArmorProfile", {}).get("type") == "Unconfined", name
+        for c in spec["containers"]:
+            cc = c.get("securityContext", {})
+            assert cc.get("procMount") == "Unmasked", (name, c["name"])
+            assert cc.get("allowPrivilegeEscalation") is False, (name, c["name"])
+            assert cc.get("capabilities", {}).get("drop") == ["ALL"], (name, c["name"])
+
+
+def test_the_nats_workers_are_probed_on_what_they_serve() -> None:
+    workers = [
+        (d, c)
+        for d, c in _containers()
+        if d["kind"] == "Deployment" and c.get("args", [])[:2] == ["fleet", "worker"]
+    ]
+    assert len(workers) == 5
+    for d, c in workers:
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert c[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}, (
+                d["metadata"]["name"],
+                probe,
+            )
+
+
+def test_the_web_console_listens_on_the_pods_address() -> None:
+    cm = next(d for d in _k8s_docs() if d["metadata"]["name"] == FLEET_CONFIG)["data"]
+    assert cm["FLEET_WEB_HOST"] == "0.0.0.0"
+    web = next(
+        d for d in _k8s_docs() if d["kind"] == "Deployment" and d["metadata"]["name"] == "fleet-web"
+    )
+    [c] = web["spec"]["template"]["spec"]["containers"]
+    assert c["args"] == ["fleet", "up", "--components", "web"]
+    assert {"name": "web", "containerPort": int(cm["FLEET_WEB_PORT"])} in c["ports"]
+    svc = next(
+        d for d in _k8s_docs() if d["kind"] == "Service" and d["metadata"]["name"] == "fleet-web"
+    )
+    assert {"name": "web", "port": 8470, "targetPort": "web"} in svc["spec"]["ports"]

@@ -15,6 +15,7 @@ import math
 import time
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -26,7 +27,9 @@ _POLL_S = 0.25
 def register(sub: Subparsers) -> None:
     p = sub.add_parser("projections", help="projection status (position, lag) and rebuild")
     psub = p.add_subparsers(dest="projections_command", required=True, metavar="ACTION")
-    status = psub.add_parser("status", help="position, stream head and lag of each projection")
+    status = psub.add_parser(
+        "status", help="position, stream head and lag of each projection; the node's sandbox"
+    )
     add_client_options(status)
     status.set_defaults(fn=cmd_status)
     rebuild = psub.add_parser("rebuild", help="rebuild a projection from sequence 1")
@@ -38,9 +41,18 @@ def register(sub: Subparsers) -> None:
     rebuild.set_defaults(fn=cmd_rebuild)
 
 
+def _sandbox(resp: Any) -> dict[str, Any] | None:
+    """Where the node's agent checks run model code; None: not that node's to know."""
+    if not resp.HasField("sandbox"):
+        return None
+    b = resp.sandbox
+    return {"mode": b.mode, "available": b.available, "reason": b.reason}
+
+
 def _status_json(resp: Any) -> dict[str, Any]:
     return {
         "stream_head": resp.stream_head,
+        "sandbox": _sandbox(resp),
         "projections": [
             {
                 "name": p.name,
@@ -70,6 +82,18 @@ async def cmd_status(args: argparse.Namespace) -> None:
     if not resp.projections:
         console.print("[yellow]this node runs no projections[/]")
     console.print(table)
+    box = _sandbox(resp)
+    if box is None:
+        console.print("sandbox: not known on this node (no agents here, or `fleet worker`s)")
+    elif box["available"]:
+        console.print(f"sandbox: bubblewrap (FLEET_SANDBOX={box['mode']})")
+    else:
+        console.print(
+            f"[red]sandbox unavailable[/] (FLEET_SANDBOX={box['mode']}): {escape(box['reason'])}; "
+            "DEV checks say 'not run'",
+            markup=True,
+            highlight=False,
+        )
 
 
 async def cmd_rebuild(args: argparse.Namespace) -> None:

@@ -415,8 +415,18 @@ class ProjectionStatus(_message.Message):
     lag_seconds: float
     def __init__(self, name: _Optional[str] = ..., position: _Optional[int] = ..., lag_events: _Optional[int] = ..., lag_seconds: _Optional[float] = ...) -> None: ...
 
+class SandboxStatus(_message.Message):
+    __slots__ = ("mode", "available", "reason")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    mode: str
+    available: bool
+    reason: str
+    def __init__(self, mode: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class GetNodeStatusResponse(_message.Message):
-    __slots__ = ("version", "stream_head", "projections", "deliberations_in_flight", "endpoints")
+    __slots__ = ("version", "stream_head", "projections", "deliberations_in_flight", "endpoints", "sandbox")
     class EndpointsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -429,12 +439,14 @@ class GetNodeStatusResponse(_message.Message):
     PROJECTIONS_FIELD_NUMBER: _ClassVar[int]
     DELIBERATIONS_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     version: str
     stream_head: int
     projections: _containers.RepeatedCompositeFieldContainer[ProjectionStatus]
     deliberations_in_flight: int
     endpoints: _containers.ScalarMap[str, str]
-    def __init__(self, version: _Optional[str] = ..., stream_head: _Optional[int] = ..., projections: _Optional[_Iterable[_Union[ProjectionStatus, _Mapping]]] = ..., deliberations_in_flight: _Optional[int] = ..., endpoints: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    sandbox: SandboxStatus
+    def __init__(self, version: _Optional[str] = ..., stream_head: _Optional[int] = ..., projections: _Optional[_Iterable[_Union[ProjectionStatus, _Mapping]]] = ..., deliberations_in_flight: _Optional[int] = ..., endpoints: _Optional[_Mapping[str, str]] = ..., sandbox: _Optional[_Union[SandboxStatus, _Mapping]] = ...) -> None: ...
 
 class RebuildProjectionRequest(_message.Message):
     __slots__ = ("name",)

@@ -468,7 +468,15 @@ async function projectionsPage() {
           ...(v.differences || []).map((x) => el("pre", { class: "plain" }, JSON.stringify(x, null, 1))));
       } catch (e) { out.className = "error"; out.textContent = e.message; }
     } }, "Verify")), out,
+    el("h2", { text: "Sandbox" }), sandboxEl(s.sandbox),
     el("h2", { text: "Endpoints" }), el("dl", { class: "kv" }, Object.entries(s.endpoints || {}).map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
+}
+
+// Where this node's agent checks run model code, as those processes found it at start.
+function sandboxEl(b) {
+  if (!b) return el("p", { id: "sandbox", class: "muted" }, "not known here: this node runs no agents, or its checks run in `fleet worker` processes (each logs its sandbox at start)");
+  if (b.available) return el("p", { id: "sandbox" }, `bubblewrap (FLEET_SANDBOX=${b.mode}): model code runs behind walls`);
+  return el("p", { id: "sandbox", class: "error" }, `unavailable (FLEET_SANDBOX=${b.mode}): ${b.reason}. Model code does not run; DEV checks say "not run".`);
 }
 
 async function eventsPage() {

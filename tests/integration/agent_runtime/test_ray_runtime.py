@@ -130,6 +130,10 @@ async def test_assess_runs_the_checks(loadgen: LoadGenServer) -> None:
         # The dry run ran (on an actor, in its sandbox), it did not just compile.
         [dry] = [c for c in scores[1].checks if c.check_type == "dryrun"]
         assert dry.details["mode"] == "sandbox" and dry.message == "solution imports and runs"
+        # And the actors say so when asked where their checks run (GetNodeStatus shows it).
+        states = await runtime.sandboxes()
+        assert len(states) == 2
+        assert {(b.mode, b.available, b.reason) for b in states} == {("auto", True, "")}
     finally:
         await runtime.close()
 

@@ -351,6 +351,11 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
 
     page = await console.page("#/projections")
     await page.locator("#projections tbody tr").first.wait_for()
+    # The sandbox as the node's agents found it at start (GetNodeStatus), in words.
+    box = console.node.sandbox
+    assert box is not None
+    shown = await page.locator("#sandbox").inner_text()
+    assert f"FLEET_SANDBOX={box.mode}" in shown and ("behind walls" in shown) == box.available
     await page.click("text=Verify")
     await page.locator("#verify-result", has_text="compared").wait_for(timeout=30000)
 

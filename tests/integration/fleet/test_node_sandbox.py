@@ -1,0 +1,136 @@
+"""A node whose agents cannot start the sandbox says so: one warning line at start, with the
+probe's reason, and the sandbox's state in GetNodeStatus and ``fleet projections status``.
+
+The refusal is the kernel's, as in a pod that has no user namespaces provisioned: ``fleet up``
+runs as an unprivileged uid inside a user namespace whose ``user.max_user_namespaces`` allows
+none below it (``unshare``; the limit is that namespace's own, the machine's is untouched), so
+the real bwrap fails the way it fails in such a pod. The same node outside it has its sandbox.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+
+from fleet.embedded._process import free_port
+from fleet.embedded.nats import NatsServer
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
+from tests.e2e._processes import FleetProcess
+from tests.fixtures.nats import unique_stream_name
+from tests.integration.fleet._cli import fleet as _fleet
+
+pytestmark = pytest.mark.timeout(120)
+
+NO_NESTED_USERNS = [
+    "unshare", "--user", "--map-root-user", "sh", "-c",
+    # A namespace may have one child; the child (uid 1000, unprivileged) then may have none.
+    'echo 1 > /proc/sys/user/max_user_namespaces && '
+    'exec unshare --user --map-user=1000 --map-group=1000 "$@"',
+    "sh",
+]  # fmt: skip
+"""Runs a command as uid 1000 where creating a user namespace fails (ENOSPC), as in a pod."""
+
+
+def _refusal_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        [*NO_NESTED_USERNS, "sh", "-c", "id -u && ! unshare --user true 2>/dev/null"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return probe.returncode == 0 and probe.stdout.strip() == "1000"
+
+
+def _node(tmp_path: Path, nats: NatsServer, *, refused: bool) -> tuple[FleetProcess, str]:
+    grpc_port = free_port()
+    env = {
+        "NATS_URL": nats.url,
+        "FLEET_STREAM": unique_stream_name("SANDBOX"),
+        "FLEET_CACHE": "off",
+        "FLEET_PLAN_CONSUMER": "off",
+        "FLEET_AGENT_RUNTIME": "local",
+        "FLEET_SANDBOX": "auto",
+        # No deliberation runs here: the model endpoint is named, never called.
+        "FLEET_VLLM_URL": f"http://127.0.0.1:{free_port()}",
+        "FLEET_VLLM_MODEL": "none",
+        "FLEET_GRPC_PORT": str(grpc_port),
+    }
+    up = FleetProcess(tmp_path / "node", "api,dispatcher,projectors", env, start=False)
+    if refused:
+        up.argv = [*NO_NESTED_USERNS, *up.argv]
+    up.spawn()
+    up.wait_ready(90)
+    return up, f"127.0.0.1:{grpc_port}"
+
+
+async def _node_status(address: str) -> pb.GetNodeStatusResponse:
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = pb_grpc.OrchestratorServiceStub(ch)
+        resp: pb.GetNodeStatusResponse = await stub.GetNodeStatus(
+            pb.GetNodeStatusRequest(), timeout=30
+        )
+        return resp
+
+
+async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
+    tmp_path: Path, private_nats_server: NatsServer
+) -> None:
+    if not _refusal_works():
+        pytest.skip("this machine cannot run a process in a user namespace without children")
+    up, address = _node(tmp_path, private_nats_server, refused=True)
+    try:
+        warnings = [line for line in up.tail(100_000).splitlines() if "sandbox unavailable" in line]
+        assert len(warnings) == 1, up.tail()
+        assert "FLEET_SANDBOX=auto" in warnings[0] and "not run" in warnings[0], warnings
+        status = await _node_status(address)
+        assert status.HasField("sandbox")
+        assert status.sandbox.mode == "auto" and not status.sandbox.available
+        # The probe's reason is bwrap's own words about the namespace it could not create.
+        assert "bwrap" in status.sandbox.reason and "namespace" in status.sandbox.reason
+        assert status.sandbox.reason in warnings[0]
+        shown = await _fleet("projections", "status", "--address", address)
+        assert shown.returncode == 0, shown.stderr
+        assert "sandbox unavailable" in shown.stdout and "FLEET_SANDBOX=auto" in shown.stdout
+    finally:
+        up.stop()
+
+
+async def test_the_same_node_with_namespaces_has_its_sandbox(
+    tmp_path: Path, private_nats_server: NatsServer
+) -> None:
+    up, address = _node(tmp_path, private_nats_server, refused=False)
+    try:
+        status = await _node_status(address)
+        assert status.HasField("sandbox"), up.tail()
+        assert (status.sandbox.mode, status.sandbox.available, status.sandbox.reason) == (
+            "auto",
+            True,
+            "",
+        ), up.tail()
+        assert "sandbox unavailable" not in up.tail(100_000)
+    finally:
+        up.stop()
+
+
+async def test_a_node_without_agents_does_not_claim_to_know(
+    tmp_path: Path, private_nats_server: NatsServer
+) -> None:
+    grpc_port = free_port()
+    env = {
+        "NATS_URL": private_nats_server.url,
+        "FLEET_STREAM": unique_stream_name("SANDBOX"),
+        "FLEET_CACHE": "off",
+        "FLEET_GRPC_PORT": str(grpc_port),
+    }
+    up = FleetProcess(tmp_path / "api", "api,projectors", env)
+    try:
+        up.wait_ready(90)
+        status = await _node_status(f"127.0.0.1:{grpc_port}")
+        assert not status.HasField("sandbox")
+    finally:
+        up.stop()
