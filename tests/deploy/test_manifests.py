@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import copy
 import re
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,7 @@ def _containers() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def _fleet_image() -> str:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    from fleet import __version__ as version  # the one version source
     return f"fleet:{version}"
 
 

@@ -30,7 +30,7 @@ def history(d_id: uuid.UUID, *events: tuple[float, type[Any], dict[str, Any]]) -
         "task_id": f"task-{d_id.hex[:6]}", "task": "t", "role": "DEV", "num_agents": 3,
         "rounds": 1, "rubric": "", "requirements": [], "metadata": {}, "timeout_seconds": 60,
         "deadline": datetime.fromtimestamp(T0 + 60, UTC), "plan_id": "", "story_id": "",
-        "requested_by": "", "trace_context": "", "originator_topic": "x",
+        "requested_by": "", "trace_context": "", "originator_topic": "x", "peer_review": True,
     }  # fmt: skip
     for version, (at, cls, more) in enumerate([(0.0, Deliberation.Requested, fields), *events]):
         h.positions.append(len(h.positions) + 1)
