@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console
 
+from aggregates import Role
+from aggregates.story import Phase
 from fleet.config import ConfigError, Settings
 from natsio import servers
 
@@ -19,6 +22,20 @@ if TYPE_CHECKING:
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What each command module's ``register(subparsers)`` adds its parser to."""
+
+ROLES = tuple(r.value for r in Role)
+PHASES = tuple(p.value for p in Phase)
+
+
+def offer(action: argparse.Action, values: Sequence[str]) -> argparse.Action:
+    """Have shell completion offer ``values`` for ``action``, without argparse enforcing them.
+
+    Roles and phases are checked by the API, which answers a bad one in one line naming the
+    field (INVALID_ARGUMENT, exit 2); ``choices`` would print a usage block instead.
+    """
+    action.completion_values = tuple(values)  # type: ignore[attr-defined]
+    return action
+
 
 console = Console()
 err = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
@@ -191,12 +208,12 @@ async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
     except (OSError, NatsError, TimeoutError) as e:
         cause = seen[-1] if seen else e
         why = str(cause).strip() or f"no answer within {timeout_s:g} s"
-        msg = f"cannot reach NATS at {_masked(url)} ({type(cause).__name__}: {why})"
+        msg = f"cannot reach NATS at {masked(url)} ({type(cause).__name__}: {why})"
         raise CliError(msg) from None
     await nc.close()
 
 
-def _masked(url: str) -> str:
+def masked(url: str) -> str:
     """``url`` with any password replaced by ``***`` (it goes to a terminal or a log)."""
     parts = urlsplit(url)
     if parts.password is None:

@@ -1,7 +1,8 @@
 """The ``fleet`` command: run the system and talk to it.
 
 Each command group is a module in ``fleet.cli.commands`` with a ``register(subparsers)``
-function; they are discovered, so adding a command touches no shared file. Every command prints
+function; they are discovered, so adding a command touches no shared file but the table of
+help groups (``fleet.cli._help``), which says where ``fleet --help`` lists it. Every command prints
 for people by default and JSON with ``--json``. An error is one line on stderr and a non-zero exit
 (2 for bad input, 1 for everything else), whatever failed: a port already taken, a server that
 would not start, a lost connection. ``--debug`` (or ``FLEET_DEBUG=1``) adds the traceback.
@@ -23,13 +24,13 @@ import grpc
 from rich.text import Text
 
 from fleet import __version__
-from fleet.cli import commands
+from fleet.cli import _help, commands
 from fleet.cli._common import CliError, err
 from fleet.config import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _help.GroupedHelpParser(
         prog="fleet", description="Fleet: event-sourced multi-agent LLM deliberation."
     )
     p.add_argument("--version", action="version", version=f"fleet {__version__}")
@@ -37,10 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--debug", action="store_true", help="print the traceback of an error (FLEET_DEBUG=1)"
     )
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+    )
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
         module.register(sub)
+    _help.apply(p)
     return p
 
 

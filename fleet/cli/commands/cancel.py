@@ -12,7 +12,7 @@ from fleet.cli._common import Subparsers, add_client_options, client, console
 def register(sub: Subparsers) -> None:
     c = sub.add_parser("cancel", help="cancel an open deliberation")
     add_client_options(c)
-    c.add_argument("task_id")
+    c.add_argument("task_id", help="the deliberation's task id")
     c.add_argument("--reason", default="", help="why (recorded in the Cancelled event)")
     c.set_defaults(fn=cmd_cancel)
 

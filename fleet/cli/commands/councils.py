@@ -14,7 +14,15 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+from fleet.cli._common import (
+    ROLES,
+    CliError,
+    Subparsers,
+    add_client_options,
+    client,
+    console,
+    offer,
+)
 
 
 def _key_value(raw: str) -> tuple[str, str]:
@@ -29,11 +37,14 @@ def register(sub: Subparsers) -> None:
     csub = p.add_subparsers(dest="councils_command", required=True, metavar="ACTION")
     ls = csub.add_parser("list", help="every council and its agents")
     add_client_options(ls)
-    ls.add_argument("--role", default="", help="only this role's council")
+    offer(
+        ls.add_argument("--role", default="", metavar="ROLE", help="only this role's council"),
+        ROLES,
+    )
     ls.set_defaults(fn=cmd_list)
     create = csub.add_parser("create", help="create a role's council with N agents")
     add_client_options(create)
-    create.add_argument("role")
+    offer(create.add_argument("role", metavar="ROLE", help="the council's role"), ROLES)
     create.add_argument("--agents", type=int, default=3, help="how many agents (1-16; 3)")
     create.add_argument("--rounds", type=int, default=1, help="deliberation rounds (1-5; 1)")
     create.add_argument("--no-peer-review", action="store_true", help="agents do not rate peers")
@@ -42,25 +53,36 @@ def register(sub: Subparsers) -> None:
     create.set_defaults(fn=cmd_create)
     delete = csub.add_parser("delete", help="delete a role's council (it can be created again)")
     add_client_options(delete)
-    delete.add_argument("role")
+    offer(delete.add_argument("role", metavar="ROLE", help="the council's role"), ROLES)
     delete.set_defaults(fn=cmd_delete)
 
     a = sub.add_parser("agents", help="register or unregister one agent of a council")
     asub = a.add_subparsers(dest="agents_command", required=True, metavar="ACTION")
     reg = asub.add_parser("register", help="an agent joins a role's council")
     add_client_options(reg)
-    reg.add_argument("agent_id")
-    reg.add_argument("--role", required=True)
+    reg.add_argument("agent_id", help="the new agent's id")
+    offer(
+        reg.add_argument("--role", required=True, metavar="ROLE", help="the council it joins"),
+        ROLES,
+    )
     reg.add_argument("--endpoint", default="", help="its OpenAI-compatible URL (council's)")
     reg.add_argument("--model-profile", default="", help="its model profile")
     reg.add_argument(
-        "--meta", action="append", type=_key_value, default=[], metavar="KEY=VALUE", help="repeat"
+        "--meta",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata (repeat)",
     )
     reg.set_defaults(fn=cmd_register)
     unreg = asub.add_parser("unregister", help="an agent leaves a role's council")
     add_client_options(unreg)
-    unreg.add_argument("agent_id")
-    unreg.add_argument("--role", required=True)
+    unreg.add_argument("agent_id", help="the agent's id")
+    offer(
+        unreg.add_argument("--role", required=True, metavar="ROLE", help="the council it leaves"),
+        ROLES,
+    )
     unreg.set_defaults(fn=cmd_unregister)
 
 

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 import grpc
 
 from fleet import render
-from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+from fleet.cli._common import (
+    ROLES,
+    CliError,
+    Subparsers,
+    add_client_options,
+    client,
+    console,
+    offer,
+)
 
 if TYPE_CHECKING:
     from fleet.client import FleetClient
@@ -29,13 +37,26 @@ def register(sub: Subparsers) -> None:
     d = sub.add_parser("deliberate", help="submit a deliberation")
     add_client_options(d)
     d.add_argument("task", help="the task text")
-    d.add_argument("--role", default="DEV", help="DEV, QA, ARCHITECT, DEVOPS or DATA")
+    offer(
+        d.add_argument(
+            "--role",
+            default="DEV",
+            metavar="ROLE",
+            help="DEV (default), QA, ARCHITECT, DEVOPS or DATA",
+        ),
+        ROLES,
+    )
     d.add_argument("--agents", type=int, default=3, help="agents on the council (1..16)")
     d.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     d.add_argument("--task-id", help="your id for it (idempotent); generated when absent")
     d.add_argument("--timeout", type=int, help="seconds to TIMEOUT (default DELIBERATION_TIMEOUT)")
     d.add_argument("--wait", action="store_true", help="wait for the result, showing progress")
-    d.add_argument("--wait-timeout", type=float, default=900.0)
+    d.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=900.0,
+        help="with --wait: give up after this many seconds",
+    )
     d.add_argument(
         "--tests",
         metavar="FILE",
@@ -46,7 +67,7 @@ def register(sub: Subparsers) -> None:
 
     r = sub.add_parser("result", help="status and results of a deliberation")
     add_client_options(r)
-    r.add_argument("task_id")
+    r.add_argument("task_id", help="the deliberation's task id")
     r.set_defaults(fn=cmd_result)
 
 

@@ -9,7 +9,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleet import render
-from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+from fleet.cli._common import (
+    ROLES,
+    CliError,
+    Subparsers,
+    add_client_options,
+    client,
+    console,
+    offer,
+)
 
 _AGO = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -20,7 +28,7 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("list", help="list deliberations, newest first")
     add_client_options(p)
     p.add_argument("--status", type=str.upper, choices=STATUSES, help="only this status")
-    p.add_argument("--role", help="only this role")
+    offer(p.add_argument("--role", metavar="ROLE", help="only this role"), ROLES)
     p.add_argument("--plan", help="only deliberations this plan spawned")
     p.add_argument("--since", help="created at or after: 30m, 2h, 7d or an ISO time")
     p.add_argument("--until", help="created before: 30m, 2h, 7d or an ISO time")

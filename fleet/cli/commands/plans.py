@@ -8,15 +8,24 @@ import json
 
 from rich.text import Text
 
-from fleet.cli._common import Subparsers, add_client_options, client, console
+from fleet.cli._common import ROLES, Subparsers, add_client_options, client, console, offer
 
 
 def register(sub: Subparsers) -> None:
     c = sub.add_parser("approve-plan", help="approve a plan: one deliberation per role")
     add_client_options(c)
-    c.add_argument("plan_id")
+    c.add_argument("plan_id", help="the plan's id (approving it again changes nothing)")
     c.add_argument("--story", required=True, help="the story the plan belongs to")
-    c.add_argument("--role", action="append", default=[], help="a role (repeat); default set")
+    offer(
+        c.add_argument(
+            "--role",
+            action="append",
+            default=[],
+            metavar="ROLE",
+            help="a role (repeat); default set",
+        ),
+        ROLES,
+    )
     c.add_argument("--task", action="append", default=[], help="a task of the plan (repeat)")
     c.add_argument("--description", default="", help="what the plan is about")
     c.add_argument("--approved-by", default="", help="who approved it")

@@ -34,7 +34,7 @@ def register(sub: Subparsers) -> None:
     status.set_defaults(fn=cmd_status)
     rebuild = psub.add_parser("rebuild", help="rebuild a projection from sequence 1")
     add_client_options(rebuild)
-    rebuild.add_argument("name", choices=("graph", "cache", "outbox"))
+    rebuild.add_argument("name", choices=("graph", "cache", "outbox"), help="the projection")
     rebuild.add_argument(
         "--timeout", type=float, default=3600.0, help="give up waiting after this many seconds"
     )

@@ -14,7 +14,7 @@ from fleet.cli._common import CliError, Subparsers, add_client_options, api_addr
 def register(sub: Subparsers) -> None:
     q = sub.add_parser("query", help="read-only Cypher over the deliberation history")
     add_client_options(q)
-    q.add_argument("cypher")
+    q.add_argument("cypher", help="a read-only Cypher query")
     q.add_argument("--param", action="append", help="NAME=VALUE (VALUE as JSON, or a bare string)")
     q.add_argument("--limit", type=int, default=0, help="row limit (default 1000)")
     q.set_defaults(fn=cmd_query)

@@ -13,11 +13,11 @@ from fleet.cli._common import CliError, Subparsers, console, reachable_event_sto
 
 def register(sub: Subparsers) -> None:
     rp = sub.add_parser("replay", help="read a deliberation's events back from JetStream and fold")
-    rp.add_argument("task_id", nargs="?", default="")
+    rp.add_argument("task_id", nargs="?", default="", help="the deliberation's task id")
     rp.add_argument("--council", metavar="ROLE", default="", help="replay this role's council")
     rp.add_argument("--to-version", type=int, default=0, help="fold only up to this version")
-    rp.add_argument("--data-dir")
-    rp.add_argument("--json", action="store_true")
+    rp.add_argument("--data-dir", help="where `fleet up` keeps its data (default .fleet)")
+    rp.add_argument("--json", action="store_true", help="machine-readable output")
     rp.set_defaults(fn=cmd_replay)
 
 

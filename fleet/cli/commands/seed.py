@@ -12,7 +12,16 @@ import json
 
 from google.protobuf.json_format import MessageToDict
 
-from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+from fleet.cli._common import (
+    PHASES,
+    ROLES,
+    CliError,
+    Subparsers,
+    add_client_options,
+    client,
+    console,
+    offer,
+)
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 
@@ -20,7 +29,15 @@ def register(sub: Subparsers) -> None:
     o = sub.add_parser("orchestrate", help="deliberate, then let an architect choose the winner")
     add_client_options(o)
     o.add_argument("task", help="the task text")
-    o.add_argument("--role", default="DEV", help="DEV, QA, ARCHITECT, DEVOPS or DATA")
+    offer(
+        o.add_argument(
+            "--role",
+            default="DEV",
+            metavar="ROLE",
+            help="DEV (default), QA, ARCHITECT, DEVOPS or DATA",
+        ),
+        ROLES,
+    )
     o.add_argument("--task-id", default="", help="your id for it (idempotent)")
     o.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     o.add_argument("--architect-k", type=int, default=3, help="candidates the architect sees")
@@ -28,23 +45,35 @@ def register(sub: Subparsers) -> None:
     o.add_argument("--no-peer-review", action="store_true", help="agents do not rate each other")
     o.add_argument("--story", default="", help="the story it belongs to (its context is used)")
     o.add_argument("--plan", default="", help="the plan it belongs to")
-    o.add_argument("--wait-timeout", type=float, default=900.0)
+    o.add_argument(
+        "--wait-timeout", type=float, default=900.0, help="give up after this many seconds"
+    )
     o.set_defaults(fn=cmd_orchestrate)
 
     c = sub.add_parser("context", help="the context an agent gets for a task")
     add_client_options(c)
     c.add_argument("task_id", nargs="?", default="", help="the task (or give --story)")
-    c.add_argument("--story", default="")
-    c.add_argument("--role", default="")
-    c.add_argument("--phase", default="", help="DESIGN, BUILD, TEST or DOCS")
+    c.add_argument("--story", default="", help="the story (its context without a task)")
+    offer(
+        c.add_argument("--role", default="", metavar="ROLE", help="the role the agent plays"), ROLES
+    )
+    offer(
+        c.add_argument("--phase", default="", metavar="PHASE", help="DESIGN, BUILD, TEST or DOCS"),
+        PHASES,
+    )
     c.add_argument("--max-events", type=int, default=0, help="timeline lines (default 20)")
-    c.add_argument("--no-timeline", action="store_true")
-    c.add_argument("--no-decisions", action="store_true")
+    c.add_argument("--no-timeline", action="store_true", help="leave out the recent events")
+    c.add_argument("--no-decisions", action="store_true", help="leave out the decisions")
     c.set_defaults(fn=cmd_context)
 
     m = sub.add_parser("metrics", help="performance, agents and councils, from the events")
     add_client_options(m)
-    m.add_argument("--type", default="all", help="performance, agents, councils or all")
+    offer(
+        m.add_argument(
+            "--type", default="all", help="performance, agents, councils or all (default)"
+        ),
+        ("performance", "agents", "councils", "all"),
+    )
     m.add_argument("--since-ms", type=int, default=0, help="only the last N ms (0: all time)")
     m.set_defaults(fn=cmd_metrics)
 

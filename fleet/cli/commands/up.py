@@ -20,9 +20,9 @@ log = logging.getLogger(__name__)
 
 def register(sub: Subparsers) -> None:
     up = sub.add_parser("up", help="run the whole system (embedded parts for anything not set)")
-    up.add_argument("--data-dir")
-    up.add_argument("--grpc-port", type=int)
-    up.add_argument("--grpc-host")
+    up.add_argument("--data-dir", help="where embedded servers keep their data (default .fleet)")
+    up.add_argument("--grpc-port", type=int, help="the API's port (FLEET_GRPC_PORT, default 50055)")
+    up.add_argument("--grpc-host", help="the API's interface (FLEET_GRPC_HOST, default 127.0.0.1)")
     up.add_argument(
         "--components",
         help="parts to run, comma-separated: api,dispatcher,projectors,agents,web (default all; "
@@ -37,11 +37,11 @@ def register(sub: Subparsers) -> None:
     )
     up.set_defaults(fn=cmd_up)
 
-    demo = sub.add_parser(
-        "demo", help="start the embedded system, run one deliberation, show everything"
-    )
+    demo = sub.add_parser("demo", help="one deliberation on the embedded system, end to end")
     demo.add_argument("--data-dir", help="default .fleet/demo")
-    demo.add_argument("--grpc-port", type=int)
+    demo.add_argument(
+        "--grpc-port", type=int, help="the API's port (FLEET_GRPC_PORT, default 50055)"
+    )
     demo.set_defaults(fn=cmd_demo)
 
 

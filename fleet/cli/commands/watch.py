@@ -12,7 +12,7 @@ from fleet.cli._common import Subparsers, add_client_options, client
 def register(sub: Subparsers) -> None:
     w = sub.add_parser("watch", help="follow a deliberation live until it ends")
     add_client_options(w)
-    w.add_argument("task_id")
+    w.add_argument("task_id", help="the deliberation's task id")
     w.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds")
     w.set_defaults(fn=cmd_watch)
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "worker",
-        help="serve agent calls from the NATS work queue (the nats agent backend)",
+        help="serve agent calls from the NATS work queue (nats backend)",
     )
     p.add_argument(
         "--role",
