@@ -111,6 +111,7 @@ def _containers() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 def _fleet_image() -> str:
     from fleet import __version__ as version  # the one version source
+
     return f"fleet:{version}"
 
 
