@@ -104,7 +104,7 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
                 p.stop()
         logs = [p.tail() for p in procs[2:]]
     assert sorted(d.task_id for d in listed.deliberations) == sorted(tasks)
-    assert {p.name for p in status.projections} == {"graph", "cache", "outbox"}
+    assert {p.name for p in status.projections} == {"graph", "cache", "outbox", "agent-responses"}
     for f, g in zip(finals, again, strict=True):
         assert f.status == pb.DELIBERATION_STATUS_COMPLETED, f.error_message
         assert (f.winner_id, [r.proposal.content for r in f.results]) == (

@@ -81,6 +81,7 @@ async def test_the_replica_reads_the_projectors_graph(pair: Pair) -> None:
         "graph": 0,
         "cache": 0,
         "outbox": 0,
+        "agent-responses": 0,
     }
     out = await fleet("query", COUNT, "--json", "--address", pair.address)
     assert out.returncode == 0 and '"n": 3' in out.stdout, out.stderr
