@@ -20,10 +20,11 @@ Loop affinity: the fold is plain data (read and written on one loop, the node's)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -298,6 +299,19 @@ class StatsFollower(BackgroundService):
         self.position = 0
         self.caught_up = False
         """True once the fold read the stream's history (up to the head when it started)."""
+        self._caught_up = asyncio.Event()
+        self.listeners: list[Callable[[Any], None]] = []
+        """Called with each event once folded (``application.admission`` counts what it
+        accepted until the fold has read it back)."""
+
+    async def wait_caught_up(self) -> None:
+        await self._caught_up.wait()
+
+    def _apply(self, event: Any, position: int) -> None:
+        self.stats.apply(event)
+        self.position = position
+        for listener in self.listeners:
+            listener(event)
 
     @property
     def task_name(self) -> str:
@@ -305,12 +319,11 @@ class StatsFollower(BackgroundService):
 
     async def run(self) -> None:
         async for item in self._feed.history(after=0, types=STATS_EVENTS):
-            self.stats.apply(item.event)
-            self.position = item.position
+            self._apply(item.event, item.position)
         self.caught_up = True
+        self._caught_up.set()
         async for item in self._feed.follow(after=self.position, types=STATS_EVENTS):
-            self.stats.apply(item.event)
-            self.position = item.position
+            self._apply(item.event, item.position)
 
     @property
     def failed(self) -> bool:

@@ -28,6 +28,7 @@ from eventsourcing.persistence import OperationalError
 from agent_runtime.api import AgentRuntime, Sampling
 from agent_runtime.sandbox import SandboxState
 from aggregates import Role
+from application.admission import InFlightBound
 from application.app import FleetApplication
 from application.council_store import CouncilEventStore
 from application.feed import ApplicationEventFeed
@@ -566,6 +567,7 @@ class FleetNode:
             council_admin=self.councils,
             health=self._health(),
             sandbox=self.sandbox,
+            in_flight=InFlightBound(s.max_in_flight, stats) if s.max_in_flight else None,
         )
 
     def _health(self) -> NodeHealth:

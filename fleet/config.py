@@ -136,6 +136,9 @@ class Settings:
     grpc_port: int = DEFAULT_GRPC_PORT
     deliberation_timeout: int = 300
     deliberation_cleanup: int = 3600
+    max_in_flight: int = 1000
+    """``FLEET_MAX_IN_FLIGHT``: open deliberations past which a submission is refused
+    (RESOURCE_EXHAUSTED, ``application.admission``); 0: unbounded."""
     actors_per_role: int = 1
     """Warm Ray actors per role. Agents are logical; an async actor serves many agents at once,
     so on one machine one actor per role is enough (the LLM endpoint is the bottleneck)."""
@@ -251,6 +254,7 @@ class Settings:
             grpc_host=_first(e, "FLEET_GRPC_HOST") or "127.0.0.1",
             grpc_port=_int(e, DEFAULT_GRPC_PORT, "FLEET_GRPC_PORT"),
             deliberation_timeout=_int(e, 300, "FLEET_DELIBERATION_TIMEOUT", "DELIBERATION_TIMEOUT"),
+            max_in_flight=_int(e, 1000, "FLEET_MAX_IN_FLIGHT"),
             deliberation_cleanup=_int(
                 e, 3600, "FLEET_DELIBERATION_CLEANUP", "DELIBERATION_CLEANUP"
             ),
@@ -315,6 +319,8 @@ class Settings:
             raise ConfigError(f"FLEET_GRPC_PORT={self.grpc_port} is not a port")
         if self.deliberation_timeout <= 0:
             raise ConfigError(f"DELIBERATION_TIMEOUT={self.deliberation_timeout} must be > 0")
+        if self.max_in_flight < 0:
+            raise ConfigError(f"FLEET_MAX_IN_FLIGHT={self.max_in_flight} must be >= 0 (0: none)")
         if not 1 <= self.actors_per_role <= 16:
             raise ConfigError(f"FLEET_ACTORS_PER_ROLE={self.actors_per_role} not in 1..16")
         if self.stream_replicas not in (1, 3, 5):

@@ -9,7 +9,7 @@ Modes:
 
 * ``instant``  answers at once (after ``delay_s`` if set). The text is deterministic per
   (``seed``, ``user``/agent, round marker in the prompt): same request, same answer.
-* ``hang``     accepts the request and never answers (timeout tests).
+* ``hang``     accepts the request and never answers (timeout tests), until ``release_held``.
 * ``fail``     HTTP 500 with an OpenAI-style error body.
 * ``flaky``    the first ``flaky_failures`` calls get 429 then 503 alternately, then like instant.
 * ``think``    like instant, with a ``<think>…</think>`` preamble in ``content`` and a vLLM-style
@@ -193,6 +193,17 @@ class LoadGenServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    def release_held(self) -> int:
+        """Answer every call that ``hang`` holds now (as instant would); returns how many.
+
+        Set ``mode`` first to say how later calls behave. For tests that keep work open, then
+        let it finish when they choose.
+        """
+        held = [f for f in self._hung if not f.done()]
+        for fut in held:
+            fut.set_result(None)
+        return len(held)
 
     async def __aenter__(self) -> LoadGenServer:
         await self.start()

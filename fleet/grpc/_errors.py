@@ -19,6 +19,7 @@ from aggregates import (
     UnknownAgentError,
     deliberation_id,
 )
+from application.admission import InFlightBoundError
 from application.errors import QueryRefusedError, ServiceUnavailableError
 from application.stores import DeliberationNotFoundError
 from application.watch import WatchUnavailableError
@@ -47,6 +48,7 @@ _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     WatchUnavailableError: grpc.StatusCode.UNAVAILABLE,
     DerivationUnavailableError: grpc.StatusCode.UNAVAILABLE,
     TimeoutError: grpc.StatusCode.DEADLINE_EXCEEDED,
+    InFlightBoundError: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 R = TypeVar("R")

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
 from agent_runtime.sandbox import SandboxState
-from aggregates import CouncilStateError, Role
+from aggregates import CouncilStateError, Deliberation, Role
+from application.admission import InFlightBound
 from application.council_store import CouncilEventStore
 from application.councils import CouncilDirectory, CouncilView
 from application.listing import DeliberationListing
@@ -72,6 +73,20 @@ class ApiServices:
     sandbox: SandboxState | None = None
     """Where this node's agent checks run, as found at start (GetNodeStatus); None on a node
     that runs no agents, or whose checks run in ``fleet worker`` processes."""
+    in_flight: InFlightBound | None = None
+    """The bound on open deliberations new submissions meet (``FLEET_MAX_IN_FLIGHT``); None:
+    unbounded."""
+
+    async def submit(self, d: Deliberation) -> tuple[Deliberation, bool]:
+        """Record a new deliberation (Deliberate, Orchestrate, DeliberateForBacklogReview):
+        (the stored one, created?), idempotent on its id.
+
+        Raises:
+            InFlightBoundError: the bound on open deliberations is reached; nothing recorded.
+        """
+        if self.in_flight is None:
+            return await self.store.create(d)
+        return await self.in_flight.admit(d.id, lambda: self.store.create(d))
 
     async def council_for(self, role: str) -> CouncilView | None:
         """The council a new deliberation of ``role`` takes its defaults (rounds, peer review)

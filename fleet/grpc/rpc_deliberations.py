@@ -45,7 +45,7 @@ class DeliberationRpcs:
             trace_context=current_traceparent(),  # the dispatcher's work joins this call's trace
             council=await s.council_for(request.role),
         )
-        stored, created = await s.store.create(d)
+        stored, created = await s.submit(d)
         log.info(
             "deliberation %s (task %s) %s",
             stored.id,

@@ -47,7 +47,7 @@ class OrchestrationRpcs:
             trace_context=current_traceparent(),
             council=await s.council_for(request.role),
         )
-        stored, created = await s.store.create(d)
+        stored, created = await s.submit(d)
         log.info("orchestration %s (task %s) %s", stored.id, stored.task_id, _said(created))
         async for _ in hub.watch(stored.id):  # ends after the terminal event
             pass
@@ -70,7 +70,7 @@ class OrchestrationRpcs:
             trace_context=current_traceparent(),
             council=await s.council_for(plain.role),
         )
-        stored, created = await s.store.create(d)
+        stored, created = await s.submit(d)
         log.info("backlog review %s (story %s) %s", stored.task_id, task.story_id, _said(created))
         meta = _mapping.metadata()
         meta.execution_id = str(stored.id)

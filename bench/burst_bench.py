@@ -1,0 +1,241 @@
+"""Burst benchmark: submit latency while many callers submit at once, the in-flight bound's
+refusals, and that nothing accepted is lost.
+
+    .venv/bin/python bench/burst_bench.py [--callers 200] [--deliberations 1500] [--seconds 10]
+        [--bound 0] [--small-bound 100] [--delay 1.0] [--idle 30] [--runtime local|ray]
+
+Each run starts a whole node as ``fleet up`` runs it (``fleet_testing.processes.FleetProcess``:
+event store, projections, dispatcher, agents, API and web console in one process), its agents
+calling the LOAD GENERATOR (``fleet_testing.loadgen``, its own process; canned answers after
+``--delay`` ± 25%), so the node is busy with real agent work while the burst arrives.
+
+1. IDLE (the ceiling): ``--idle`` Deliberate calls one after another on the fresh node.
+2. BURST: ``--callers`` concurrent gRPC callers (one channel each, as separate clients would
+   have) submit ``--deliberations`` Deliberate calls, spread evenly over ``--seconds`` (an open
+   schedule: call i is due at ``i × seconds / deliberations``; a caller whose previous call has
+   not returned sends late, and its wait counts in the latency). Latency is the caller's: from
+   sending the call to its answer.
+3. NOTHING LOST: every accepted call's task id is read back (GetDeliberationResult, which
+   replays from the event store when a projection lags) and must exist.
+
+Run A uses ``--bound`` as ``FLEET_MAX_IN_FLIGHT`` (0: unbounded), so its latency is that of
+accepted submits; run B (``--small-bound`` > 0) repeats the burst on a fresh node bounded that
+low and counts the RESOURCE_EXHAUSTED refusals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fleet.embedded._process import free_port
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
+from fleet_testing.processes import FleetProcess
+
+
+def pct(xs: Sequence[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))] if s else float("nan")
+
+
+def start_loadgen(delay_s: float) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [sys.executable, "-m", "fleet_testing.loadgen", "--port", str(port), "--mode", "instant"]
+    if delay_s:
+        cmd += ["--delay", str(delay_s), "--spread", "0.25"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@dataclass
+class Burst:
+    latencies_ms: list[float] = field(default_factory=list)
+    """Accepted calls only."""
+    refused_ms: list[float] = field(default_factory=list)
+    codes: Counter[str] = field(default_factory=Counter)
+    accepted: list[str] = field(default_factory=list)
+    refusal_message: str = ""
+    wall_s: float = 0.0
+
+
+def request(task_id: str) -> pb.DeliberateRequest:
+    return pb.DeliberateRequest(
+        task_id=task_id,
+        task_description=f"Write a function that scales its input ({task_id}).",
+        role="DEV",
+        num_agents=3,
+    )
+
+
+async def idle_latencies(address: str, n: int) -> list[float]:
+    out: list[float] = []
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = pb_grpc.OrchestratorServiceStub(ch)  # type: ignore[no-untyped-call]
+        for i in range(n):
+            t0 = time.perf_counter()
+            await stub.Deliberate(request(f"idle-{i}-{uuid.uuid4().hex[:8]}"), timeout=30)
+            out.append((time.perf_counter() - t0) * 1000)
+            await asyncio.sleep(0.05)
+    return out
+
+
+async def burst(address: str, callers: int, total: int, seconds: float, tag: str) -> Burst:
+    b = Burst()
+    gap = seconds / total
+    channels = [grpc.aio.insecure_channel(address) for _ in range(callers)]
+    stubs = [pb_grpc.OrchestratorServiceStub(ch) for ch in channels]  # type: ignore[no-untyped-call]
+    for ch in channels:
+        await ch.channel_ready()
+    t_start = time.perf_counter() + 0.2
+
+    async def caller(c: int) -> None:
+        for i in range(c, total, callers):
+            due = t_start + i * gap
+            if (wait := due - time.perf_counter()) > 0:
+                await asyncio.sleep(wait)
+            task_id = f"{tag}-{i}"
+            t0 = time.perf_counter()
+            try:
+                await stubs[c].Deliberate(request(task_id), timeout=60)
+            except grpc.aio.AioRpcError as e:
+                ms = (time.perf_counter() - t0) * 1000
+                b.codes[e.code().name] += 1
+                if e.code() is grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    b.refused_ms.append(ms)
+                    b.refusal_message = b.refusal_message or (e.details() or "")
+                continue
+            b.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            b.codes["OK"] += 1
+            b.accepted.append(task_id)
+
+    await asyncio.gather(*(caller(c) for c in range(callers)))
+    b.wall_s = time.perf_counter() - t_start
+    for ch in channels:
+        await ch.close()
+    return b
+
+
+async def missing(address: str, task_ids: list[str]) -> list[str]:
+    """The accepted task ids the node cannot find (NOT_FOUND): what was lost."""
+    lost: list[str] = []
+    sem = asyncio.Semaphore(20)
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = pb_grpc.OrchestratorServiceStub(ch)  # type: ignore[no-untyped-call]
+
+        async def check(t: str) -> None:
+            async with sem:
+                try:
+                    await stub.GetDeliberationResult(
+                        pb.GetDeliberationResultRequest(task_id=t), timeout=60
+                    )
+                except grpc.aio.AioRpcError as e:
+                    if e.code() is grpc.StatusCode.NOT_FOUND:
+                        lost.append(t)
+                    else:
+                        raise
+
+        await asyncio.gather(*(check(t) for t in task_ids))
+    return lost
+
+
+def line(name: str, xs: list[float]) -> str:
+    top = max(xs, default=0.0)
+    return (
+        f"{name}: n={len(xs)} p50 {pct(xs, 50):.1f} ms, p99 {pct(xs, 99):.1f} ms, max {top:.1f} ms"
+    )
+
+
+async def one_run(args: argparse.Namespace, bound: int, llm_url: str, label: str) -> None:
+    data = Path(tempfile.mkdtemp(prefix="fleet-burst-"))
+    env = {
+        "FLEET_GRPC_PORT": str(free_port()),
+        "FLEET_WEB_PORT": "0",
+        "FLEET_VLLM_URL": llm_url,
+        "FLEET_VLLM_MODEL": "loadgen",
+        "FLEET_AGENT_RUNTIME": args.runtime,
+        "FLEET_SANDBOX": "off",
+        "FLEET_PLAN_CONSUMER": "off",
+        "FLEET_DELIBERATION_TIMEOUT": "600",
+        "FLEET_MAX_IN_FLIGHT": str(bound),
+    }
+    node = FleetProcess(data, "all", env, start=False)
+    for k in [k for k in node.env if k not in env and k.endswith(("_URL", "_URI", "RAY_ADDRESS"))]:
+        del node.env[k]  # this node starts its own servers
+    node.spawn()
+    try:
+        info = await asyncio.to_thread(node.wait_ready, 180)
+        address = info["grpc"]
+        print(f"\n== run {label}: FLEET_MAX_IN_FLIGHT={bound} (node {address}) ==", flush=True)
+        idle = await idle_latencies(address, args.idle)
+        print(line("idle node, one submit at a time (the ceiling)", idle), flush=True)
+        tag = f"burst-{uuid.uuid4().hex[:6]}"
+        b = await burst(address, args.callers, args.deliberations, args.seconds, tag)
+        print(
+            f"burst: {args.callers} callers, {args.deliberations} submits due over "
+            f"{args.seconds:.0f} s, sent and answered in {b.wall_s:.1f} s; "
+            f"answers {dict(b.codes)}",
+            flush=True,
+        )
+        print(line("  accepted submits", b.latencies_ms), flush=True)
+        if b.refused_ms:
+            print(line("  refused submits (RESOURCE_EXHAUSTED)", b.refused_ms), flush=True)
+            print(f"  refusal says: {b.refusal_message!r}", flush=True)
+        print(f"  p99 vs idle p99: {pct(b.latencies_ms, 99) / pct(idle, 99):.1f}x", flush=True)
+        lost = await missing(address, b.accepted)
+        print(
+            f"  nothing accepted lost: {len(b.accepted) - len(lost)}/{len(b.accepted)} "
+            f"accepted deliberations found in the event store"
+            + (f"; LOST: {lost[:5]}" if lost else ""),
+            flush=True,
+        )
+    finally:
+        node.stop(30)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--callers", type=int, default=200)
+    p.add_argument("--deliberations", type=int, default=1500)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--bound", type=int, default=0, help="run A's FLEET_MAX_IN_FLIGHT (0: none)")
+    p.add_argument("--small-bound", type=int, default=100, help="run B's bound; 0 skips run B")
+    p.add_argument("--delay", type=float, default=1.0, help="the load generator's answer time")
+    p.add_argument("--idle", type=int, default=30)
+    p.add_argument("--runtime", choices=("local", "ray"), default="local")
+    args = p.parse_args()
+    lg, url = start_loadgen(args.delay)
+    try:
+        await one_run(args, args.bound, url, "A")
+        if args.small_bound > 0:
+            await one_run(args, args.small_bound, url, "B")
+    finally:
+        lg.send_signal(signal.SIGTERM)
+        lg.wait(10)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
