@@ -124,6 +124,11 @@ class TurnResult:
     thinking_retried: bool = False
     """The model spent its whole budget thinking and this answer came from a second request
     with thinking off (``FLEET_LLM_THINKING=auto``): recorded, since it cost a second call."""
+    prompt: tuple[tuple[str, str], ...] = ()
+    """The chat as sent, ``(role, content)`` per message, the assistant prefill last: recorded
+    with the answer (``ProposalReceived.prompt``) so a reader sees what the model was asked."""
+    attempts: int = 0
+    """HTTP requests the call took (1: no retry); 0: not known."""
 
 
 @dataclass(frozen=True)

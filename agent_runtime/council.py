@@ -185,6 +185,8 @@ class CouncilMember:
             completion_tokens=completion.completion_tokens,
             latency_ms=completion.latency_ms,
             thinking_retried=completion.thinking_retried,
+            prompt=tuple((m.role, m.content) for m in messages),
+            attempts=completion.attempts,
         )
 
     async def review(self, request: ReviewInput) -> ReviewResult:

@@ -213,9 +213,12 @@ class Deliberation(Aggregate):
         Version 3 added ``thinking_retried``: the model spent its whole budget thinking and the
         answer came from a second call with thinking off. Older events upcast with False (no
         earlier Fleet retried).
+        Version 4 added ``prompt`` (the chat as sent: ``{"role", "content"}`` per message) and
+        ``attempts`` (HTTP requests the call took, retries included); older events upcast with
+        ``[]`` and 0, which readers show as "not recorded".
         """
 
-        class_version = 3
+        class_version = 4
 
         agent_id: str
         round: int
@@ -228,6 +231,8 @@ class Deliberation(Aggregate):
         seed: int | None
         persona: str
         thinking_retried: bool
+        prompt: list[dict[str, str]]
+        attempts: int
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -236,6 +241,10 @@ class Deliberation(Aggregate):
         @staticmethod
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             state.update(thinking_retried=False)
+
+        @staticmethod
+        def upcast_v3_v4(state: dict[str, Any]) -> None:
+            state.update(prompt=[], attempts=0)
 
         def apply(self, aggregate: Any) -> None:
             # A plain apply rather than an @event mutator: eventsourcing re-creates decorated
@@ -602,7 +611,9 @@ class Deliberation(Aggregate):
         self._require_unanswered(agent_id, round)
         if not answer.content.strip():
             raise InvalidDeliberationError("content", f"empty {what} from {agent_id}")
-        self.trigger_event(event_class, agent_id=agent_id, round=round, **asdict(answer), **extra)
+        fields = asdict(answer)
+        fields["prompt"] = [{"role": r, "content": c} for r, c in answer.prompt]
+        self.trigger_event(event_class, agent_id=agent_id, round=round, **fields, **extra)
         return True
 
     def receive_critique(

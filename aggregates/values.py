@@ -179,3 +179,9 @@ class AgentAnswer:
     persona: str = ""
     thinking_retried: bool = False
     """The model spent its whole budget thinking and was asked once more with thinking off."""
+    prompt: tuple[tuple[str, str], ...] = ()
+    """The chat as sent, ``(role, content)`` per message (the last may be the assistant prefill
+    the model continued); empty: not known. Recorded rather than rebuilt later: the prompt
+    depends on the story context read at the time and on the prompt code of that release."""
+    attempts: int = 0
+    """HTTP requests the call took (1: no retry); 0: not known."""

@@ -359,6 +359,8 @@ class DeliberationProtocol(ArchitectStep):
             seed=s.seed,
             persona=s.persona,
             thinking_retried=result.thinking_retried,
+            prompt=result.prompt,
+            attempts=result.attempts,
         )
         if round_no == 0:
             self._answer(d, lambda d: d.receive_proposal(agent_id=agent, round=0, answer=answer))

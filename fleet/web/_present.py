@@ -60,14 +60,37 @@ def summary_json(s: Summary) -> JsonObject:
 
 
 def event_json(e: TimelineEntry) -> JsonObject:
-    """One event as the timeline and the event tail show it (its data whole, as JSON)."""
+    """One event as the timeline and the event tail show it: its data as JSON, whole but for a
+    recorded prompt, which is named here and sent only when its call is opened (``call_json``):
+    a 16-agent deliberation's prompts would otherwise be most of every page's bytes."""
+    data = _plain(e.data)
+    if isinstance(data.get("prompt"), list):
+        data["prompt"] = f"{len(data['prompt'])} message(s): open the call to read them"
     return {
         "version": e.version,
         "type": e.type,
         "at": iso(e.at),
         "summary": e.summary if _summarisable(e) else e.type,
-        "data": _plain(e.data),
+        "data": data,
     }
+
+
+def call_json(e: TimelineEntry) -> JsonObject:
+    """One call's recorded prompt (``ProposalReceived.prompt``, v4 on) and its answer, whole."""
+    prompt = e.data.get("prompt")
+    return {
+        "version": e.version,
+        "type": e.type,
+        "prompt": _plain(prompt) if prompt else None,
+        "prompt_note": "" if prompt else _no_prompt(e.type),
+        "answer": str(e.data.get("content", "")),
+    }
+
+
+def _no_prompt(event_type: str) -> str:
+    if event_type in _PROPOSALS:
+        return "not recorded: this answer predates recorded prompts (event v3 or older)"
+    return "not recorded: Fleet keeps the prompts of proposal and revision calls only"
 
 
 def _summarisable(e: TimelineEntry) -> bool:
@@ -149,8 +172,31 @@ def calls(entries: Sequence[TimelineEntry]) -> list[JsonObject]:
                 "model": str(data.get("model", "")),
                 "error": str(data.get("error", "")),
                 "thinking_retried": bool(data.get("thinking_retried", False)),
+                "prompt_tokens": int(data.get("prompt_tokens") or 0),
+                "temperature": data.get("temperature"),
+                "seed": data.get("seed"),
+                "persona": str(data.get("persona") or ""),
+                "attempts": int(data["attempts"]) if data.get("attempts") else None,
+                "has_prompt": bool(data.get("prompt")),
+                "reviews": _reviews(data),
             }
         )
+    return out
+
+
+def _reviews(data: Mapping[str, Any]) -> list[JsonObject]:
+    """A critique's or rating's answer, as the reviews it held."""
+    out = []
+    for r in data.get("reviews") or []:
+        if isinstance(r, Mapping):
+            score = r.get("score")
+            out.append(
+                {
+                    "target": str(r.get("target", "")),
+                    "score": float(score) if isinstance(score, int | float) else None,
+                    "text": str(r.get("text", "")),
+                }
+            )
     return out
 
 
@@ -166,6 +212,13 @@ def _timed_out(e: TimelineEntry, agent: str) -> JsonObject:
         "model": "",
         "error": "no answer by the deadline",
         "thinking_retried": False,
+        "prompt_tokens": 0,
+        "temperature": None,
+        "seed": None,
+        "persona": "",
+        "attempts": None,
+        "has_prompt": False,
+        "reviews": [],
     }
 
 
@@ -243,6 +296,11 @@ def plain_dataclass(value: Any) -> JsonObject:
     out = _plain(dataclasses.asdict(value))
     assert isinstance(out, dict)
     return out
+
+
+def plain(value: Any) -> Any:
+    """``value`` with only JSON types in it (see ``_plain``)."""
+    return _plain(value)
 
 
 def _plain(value: Any) -> Any:

@@ -28,7 +28,7 @@ from application.listing import MAX_PAGE_SIZE, ListFilter
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.web import _live, _present
+from fleet.web import _live, _present, _search, _vocabulary
 from fleet.web._calls import WebRefused, call
 from fleet.web._security import error, security_headers, token_check
 
@@ -39,6 +39,14 @@ DEFAULT_PORT = 8470
 COUNTS = """
 MATCH (d:Deliberation) WHERE d.created_at IS NOT NULL
 RETURN d.status AS status, d.role AS role, count(d) AS n
+"""
+FAILURES = """
+MATCH (d:Deliberation)-[:HAD_EVENT]->(e:Event)
+WHERE e.type = 'AgentFailed'
+RETURN d.task_id AS task_id, d.role AS role, e.agent_id AS agent_id, e.at AS at,
+       e.detail AS error
+ORDER BY at DESC
+LIMIT 50
 """
 PLANS = """
 MATCH (d:Deliberation) WHERE d.plan_id IS NOT NULL AND d.plan_id <> ''
@@ -74,12 +82,15 @@ class WebConsole:
         r.add_post("/api/deliberations", self._submit)
         r.add_get("/api/deliberations/{task_id}", self._detail)
         r.add_get("/api/deliberations/{task_id}/result", self._result)
+        r.add_get("/api/deliberations/{task_id}/calls/{version}", self._call)
         r.add_get("/api/deliberations/{task_id}/stream", self._stream_one)
         r.add_post("/api/deliberations/{task_id}/cancel", self._cancel)
         r.add_get("/api/plans", self._plans)
         r.add_post("/api/plans", self._approve)
         r.add_get("/api/councils", self._list_councils)
         r.add_get("/api/councils/{role}/history", self._council_history)
+        r.add_get("/api/agents", self._agents)
+        r.add_get("/api/graph/vocabulary", self._vocabulary)
         r.add_get("/api/status", self._status)
         r.add_post("/api/projections/verify", self._verify)
         r.add_post("/api/query", self._query)
@@ -118,13 +129,20 @@ class WebConsole:
         try:
             f = list_filter(q)
             size = _int(q, "page_size", 50)
-            page = await listing.list(f, page_size=size, page_token=q.get("page_token", ""))
-        except InvalidDeliberationError as e:
+            text = str(q.get("q", "")).strip()
+            body: dict[str, Any]
+            if text:
+                found, more = await _search.search(self.services.queries, f, text)
+                body = {"items": [_present.summary_json(s) for s in found], "next_token": ""}
+                body["more"] = more
+            else:
+                page = await listing.list(f, page_size=size, page_token=q.get("page_token", ""))
+                body = {
+                    "items": [_present.summary_json(s) for s in page.items],
+                    "next_token": page.next_token,
+                }
+        except (InvalidDeliberationError, _search.SearchError) as e:
             return error(400, str(e))
-        body: dict[str, Any] = {
-            "items": [_present.summary_json(s) for s in page.items],
-            "next_token": page.next_token,
-        }
         if q.get("counts", "1") != "0":
             body["counts"] = await self._counts()
         return web.json_response(body)
@@ -153,6 +171,21 @@ class WebConsole:
         except LookupError as e:
             return error(404, str(e.args[0]) if e.args else "not found")
         return web.json_response(_present.detail(h, latest))
+
+    async def _call(self, request: web.Request) -> web.Response:
+        """The event at ``version`` as one agent call: its recorded prompt and answer, whole."""
+        task = request.match_info["task_id"]
+        version = _int(request.match_info, "version", 0)
+        try:
+            h = await self.services.queries.history(task, version)
+        except InvalidDeliberationError as e:
+            return error(400, str(e))
+        except LookupError as e:
+            return error(404, str(e.args[0]) if e.args else "not found")
+        found = [e for e in h.entries if e.version == version]
+        if not found:
+            return error(404, f"{task} has no event at version {version}")
+        return web.json_response(_present.call_json(found[0]))
 
     async def _result(self, request: web.Request) -> web.Response:
         """GetDeliberationResult, as the API answers it (JSON of the proto message)."""
@@ -193,6 +226,29 @@ class WebConsole:
         return web.json_response(
             {"changes": [_present.plain_dataclass(c) for c in changes], "served": True}
         )
+
+    async def _agents(self, request: web.Request) -> web.Response:
+        """Every council with its members and what each is doing (ListCouncils, whose
+        ``AgentInfo.status`` says idle, busy or failing), and the latest failed agent calls
+        from the history graph."""
+        try:
+            councils = await call(
+                self._servicer.ListCouncils, pb.ListCouncilsRequest(include_agents=True)
+            )
+        except WebRefused as e:
+            return error(e.http_status, e.message)
+        body = MessageToDict(
+            councils, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        try:
+            failures = await self.services.queries.cypher(FAILURES, {}, 50)
+            body["failures"] = [_present.plain(r) for r in failures.rows]
+        except Exception as e:  # the councils are still worth showing without a graph
+            body["failures_error"] = f"{type(e).__name__}: {e}"
+        return web.json_response(body)
+
+    async def _vocabulary(self, request: web.Request) -> web.Response:
+        return web.json_response(_vocabulary.vocabulary())
 
     async def _status(self, request: web.Request) -> web.Response:
         return await self._rpc(self._servicer.GetNodeStatus, pb.GetNodeStatusRequest())

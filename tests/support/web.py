@@ -20,18 +20,46 @@ XSS = (
 """A proposal that would run script if the page rendered it as HTML."""
 
 
+MARKDOWN_XSS = (
+    "## Plan\n\nUse **memoisation**; see [the docs](https://docs.python.org/3/) and "
+    "[this](javascript:window.__xss=4) and [that](JAVASCRIPT:window.__xss=5).\n\n"
+    '<script>window.__xss = 6</script>\n\n<img src=x onerror="window.__xss = 7">\n\n'
+    "![pic](javascript:window.__xss=8)\n\n```python\ndef fib(n):\n    return n\n```\n"
+)
+"""A markdown proposal with script in every place markdown could carry it."""
+
+
+def prompt_of(agent: str, round_no: int) -> tuple[tuple[str, str], ...]:
+    """The chat a test agent 'sent': hostile text in it must show as text."""
+    return (
+        ("user", f"Task: fib(n) for {agent}, round {round_no} <script>window.__xss=9</script>"),
+        ("assistant", "```python\n"),
+    )
+
+
 def _answer(agent: str, round_no: int, body: str) -> AgentAnswer:
     return AgentAnswer(
-        content=body, model="loadgen", tokens=40 + round_no, latency_ms=120 + 10 * round_no
+        content=body,
+        model="loadgen",
+        tokens=40 + round_no,
+        latency_ms=120 + 10 * round_no,
+        prompt_tokens=300 + round_no,
+        prompt=prompt_of(agent, round_no),
+        attempts=1 + round_no,
     )
 
 
 def rich_deliberation(
-    task_id: str, *, agents: int = 3, rounds: int = 2, content: str | None = None
+    task_id: str,
+    *,
+    agents: int = 3,
+    rounds: int = 2,
+    content: str | None = None,
+    task: str = "Write fib(n) <b>bold?</b>",
 ) -> Deliberation:
     """A COMPLETED deliberation: proposals, critiques and revisions each round, peer ratings,
     scored checks with output, a winner. ``content`` is agent 1's text (default: code)."""
-    d = requested(task_id, num_agents=agents, rounds=rounds, task="Write fib(n) <b>bold?</b>")
+    d = requested(task_id, num_agents=agents, rounds=rounds, task=task)
     ids = [AgentId(f"dev-agent-{i}") for i in range(1, agents + 1)]
     d.start(ids)
     for i, a in enumerate(ids):

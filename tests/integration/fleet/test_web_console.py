@@ -35,7 +35,7 @@ from fleet_testing.loadgen import LoadGenServer
 from projectors.graph.ladybug import LadybugGraph
 from tests.e2e._node import loadgen_node_settings
 from tests.support.waiting import eventually
-from tests.support.web import XSS, rich_deliberation, seed_listing
+from tests.support.web import MARKDOWN_XSS, XSS, rich_deliberation, seed_listing
 
 playwright_api = pytest.importorskip("playwright.async_api")
 CHROMIUM = "/usr/bin/chromium"
@@ -136,7 +136,7 @@ async def test_the_list_grows_live_when_a_deliberation_lands(console: Console) -
 async def test_the_page_shows_what_get_deliberation_result_returns(console: Console) -> None:
     await console.client.deliberate("write fib", task_id="web-result-1", num_agents=3)
     result = await _finished(console.client, "web-result-1")
-    page = await console.page("#/d/web-result-1")
+    page = await console.page("#/d/web-result-1?view=text")
     await page.wait_for_selector("#proposals .proposal")
     assert await page.locator("#proposals .proposal").count() == len(result.results)
     for r in result.results:
@@ -179,7 +179,7 @@ async def test_the_slider_shows_what_fleet_replay_folds(console: Console) -> Non
 
 async def test_model_output_with_html_renders_as_text(console: Console) -> None:
     await console.node.store.create(rich_deliberation("web-xss-1", content=XSS))  # type: ignore[union-attr]
-    page = await console.page("#/d/web-xss-1")
+    page = await console.page("#/d/web-xss-1?view=text")
     await page.wait_for_selector("#proposals .proposal")
     card = page.locator('.proposal[data-agent="dev-agent-1"] pre.content')
     assert await card.inner_text() == XSS.rstrip("\n") or XSS in await card.inner_text() + "\n"
@@ -426,3 +426,168 @@ async def test_with_the_apis_certificate_the_console_speaks_tls_only(
                 await http.get(url.replace("https", "http") + "api/status")
     finally:
         await tls.shutdown()
+
+
+async def _listed(console: Console, task_id: str) -> None:
+    """Wait until the history graph lists ``task_id`` (the projection runs behind the store)."""
+
+    async def found() -> bool:
+        page = await console.client.list(page_size=200)
+        return any(d.task_id == task_id for d in page.deliberations)
+
+    await eventually(found, timeout=15, what=f"{task_id} never listed")
+
+
+async def test_a_deep_link_to_a_filtered_sorted_search_survives_a_reload(
+    console: Console,
+) -> None:
+    for i, word in enumerate(("zebra", "zebra", "yak")):
+        d = rich_deliberation(f"web-find-{i}", agents=2, rounds=1, task=f"count {word}s {i}")
+        await console.node.store.create(d)  # type: ignore[union-attr]
+    await _listed(console, "web-find-2")
+    page = await console.page("#/?q=ZEBRA&status=COMPLETED&sort=-task")
+    rows = page.locator("#rows tr")
+    await rows.first.wait_for()
+    assert [await r.get_attribute("data-task") for r in await rows.all()] == [
+        "web-find-1",
+        "web-find-0",
+    ]  # both zebras, none of the yaks, sorted by task descending
+    assert await page.title() == "search “ZEBRA” · Fleet"
+    assert await page.locator("#filters input[name=q]").input_value() == "ZEBRA"
+    await page.locator("#deliberations th", has_text="task").first.click()  # ascending now
+    assert page.url.endswith("sort=task")
+    await page.reload()
+    await rows.nth(1).wait_for()
+    assert await rows.first.get_attribute("data-task") == "web-find-0"
+    assert await page.locator("#filters select[name=status]").input_value() == "COMPLETED"
+    # The header's search box (``/`` focuses it) searches task ids too.
+    await page.keyboard.press("/")
+    await page.keyboard.type("web-find-2")
+    await page.keyboard.press("Enter")
+    await page.wait_for_url("**#/?q=web-find-2")
+    await page.locator('#rows tr[data-task="web-find-2"]').wait_for()
+    assert await rows.count() == 1
+    # Export: the table as shown, as CSV.
+    async with page.expect_download() as download:
+        await page.click('#main h1 [data-export="CSV"]')
+    path = await (await download.value).path()
+    lines = (await asyncio.to_thread(Path(path).read_text)).splitlines()
+    assert lines[0].startswith("task,role,status") and lines[1].startswith("web-find-2,DEV,")
+
+
+async def test_a_deliberation_at_a_version_and_a_calls_prompt_from_a_link(
+    console: Console,
+) -> None:
+    await console.node.store.create(rich_deliberation("web-call-1", agents=3, rounds=2))  # type: ignore[union-attr]
+    page = await console.page("#/d/web-call-1?v=6")
+    await page.locator("#version-label", has_text="version 6 of").wait_for()
+    assert await page.title() == "DEV · web-call-1 · v6 · Fleet"
+    await page.locator("#timeline rect.call").nth(1).click()
+    assert "call=1" in page.url and "v=6" in page.url
+    call = page.locator("#call")
+    await call.locator("#call-prompt pre").first.wait_for()
+    prompt = await call.locator("#call-prompt").inner_text()
+    assert "Task: fib(n) for dev-agent-2, round 0 <script>window.__xss=9</script>" in prompt
+    facts = await call.locator("dl").inner_text()
+    assert "0 (1 attempt)" in facts and "40 completion + 300 prompt" in facts
+    assert "def fib(n):  # by dev-agent-2" in await call.locator("#call-answer").inner_text()
+    assert await page.locator("#call script, #call img").count() == 0
+    # The same view from its link, after a reload; ] steps the replay on by one.
+    await page.reload()
+    await page.locator("#call #call-prompt pre").first.wait_for()
+    await page.keyboard.press("]")
+    await page.locator("#version-label", has_text="version 7 of").wait_for()
+    assert "v=7" in page.url
+    assert await page.evaluate("window.__xss") is None
+
+    # A real deliberation records what its agents were asked (ProposalReceived v4).
+    await console.client.deliberate("write fib", task_id="web-call-2", num_agents=3)
+    await _finished(console.client, "web-call-2")
+    page = await console.page("#/d/web-call-2?call=0")
+    await page.locator("#call #call-prompt pre").first.wait_for()
+    assert "Task: write fib" in await page.locator("#call-prompt").inner_text()
+    assert "attempt" in await page.locator("#call dl").inner_text()
+
+
+async def test_markdown_renders_without_raw_html_or_script_links(console: Console) -> None:
+    d = rich_deliberation("web-md-1", agents=2, rounds=1, content=MARKDOWN_XSS)
+    await console.node.store.create(d)  # type: ignore[union-attr]
+    page = await console.page("#/d/web-md-1?view=markdown")  # DEV's default is text
+    card = page.locator('.proposal[data-agent="dev-agent-1"] .md')
+    await card.locator("strong", has_text="memoisation").wait_for()
+    assert await card.locator("pre", has_text="def fib(n):").count() == 1
+    links = [await a.get_attribute("href") for a in await card.locator("a").all()]
+    assert links == ["https://docs.python.org/3/"]
+    text = await card.inner_text()
+    assert "<script>window.__xss = 6</script>" in text and "onerror" in text
+    assert await page.locator("#proposals script, #proposals img").count() == 0
+    assert await page.evaluate("window.__xss") is None
+    await page.click("#view-switch")  # as plain text: the same characters
+    await page.locator('.proposal[data-agent="dev-agent-1"] pre.content').wait_for()
+    assert "view=text" in page.url
+
+
+async def test_cypher_from_history_draws_its_graph_and_dark_mode_persists(
+    console: Console,
+) -> None:
+    await console.node.store.create(rich_deliberation("web-graph-1", agents=3, rounds=1))  # type: ignore[union-attr]
+    await _listed(console, "web-graph-1")
+    query = (
+        "MATCH (a:Agent)-[r:PROPOSED]->(p:Proposal) WHERE p.deliberation_id <> '' "
+        "RETURN a, r, p LIMIT 20"
+    )
+    page = await console.page("#/query")
+    await page.locator("#labels button", has_text="Deliberation").wait_for()
+    assert await page.locator("#rel-types button", has_text="CRITIQUED").count() == 1
+    await page.fill("#cypher", query)
+    await page.click("form.box button[type=submit]")
+    await page.locator("#result-graph .gnode").first.wait_for(timeout=10000)
+    shown = await page.title()
+    assert shown.startswith("Cypher · MATCH (a:Agent)") and shown.endswith("… · Fleet")
+    # From the history (this browser's), after a reload: it runs again and draws the graph.
+    await page.goto(console.url + "#/query")
+    await page.reload()
+    await page.locator("#cypher-history button", has_text="PROPOSED").first.click()
+    await page.locator("#result-graph .gnode").first.wait_for(timeout=10000)
+    assert await page.locator("#result-graph .edge").count() >= 3
+    labels = {await c.get_attribute("data-label") for c in await page.locator(".gnode").all()}
+    assert {"Agent", "Proposal"} <= labels
+    if SHOTS:
+        await page.screenshot(path=f"{SHOTS}/web-cypher-graph.png", clip=TOP)
+
+    # Dark mode follows the system, and the toggle's choice outlives a reload.
+    await page.emulate_media(color_scheme="dark")
+    bg = "getComputedStyle(document.body).backgroundColor"
+    assert await page.evaluate(bg) == "rgb(13, 17, 23)"
+    await page.emulate_media(color_scheme="light")
+    assert await page.evaluate(bg) == "rgb(246, 247, 249)"
+    await page.keyboard.press("t")  # system → dark
+    assert await page.evaluate(bg) == "rgb(13, 17, 23)"
+    await page.reload()
+    await page.locator("#theme", has_text="dark").wait_for()
+    assert await page.evaluate(bg) == "rgb(13, 17, 23)"
+    # Keyboard: ? shows the shortcuts, g l goes to the list.
+    await page.keyboard.press("?")
+    assert "g c" in await page.locator("#help").inner_text()
+    await page.keyboard.press("Escape")
+    await page.keyboard.press("g")
+    await page.keyboard.press("l")
+    await page.locator("#rows tr").first.wait_for()
+    await page.keyboard.press("j")
+    assert await page.locator("#rows tr.selected").count() == 1
+    if SHOTS:
+        page = await console.page("#/d/web-graph-1?call=0")
+        await page.emulate_media(color_scheme="dark")
+        await page.locator("#call #call-prompt pre").first.wait_for()
+        await page.locator("#call").screenshot(path=f"{SHOTS}/web-call-dark.png")
+
+
+async def test_the_agents_view_shows_what_each_agent_is_doing(console: Console) -> None:
+    page = await console.page("#/agents")
+    await page.locator('#agents tr[data-agent="agent-dev-001"]').wait_for()
+    statuses = {
+        await r.get_attribute("data-status") for r in await page.locator("#agents tbody tr").all()
+    }
+    assert statuses <= {"idle", "busy", "failing", "unknown"} and statuses
+    assert await page.title() == "Agents · Fleet"
+    assert await page.locator("#failures, #no-failures").count() == 1

@@ -233,3 +233,37 @@ def test_version_2_requests_and_v1_orchestrations_replay_with_peer_review_and_no
     off = requested("new-2", task="fib", num_agents=1, peer_review=False)
     app.save(off)
     assert app.repository.get(off.id).peer_review is False
+
+
+def test_version_3_proposals_replay_with_no_prompt_and_new_ones_keep_theirs() -> None:
+    """ProposalReceived v4 added the chat as sent (``prompt``) and the HTTP requests the call
+    took (``attempts``): a v3 event loads with neither (readers say "not recorded"), and a new
+    answer keeps both, each message as ``{"role", "content"}``."""
+    app, d = _started("old-4", rounds=2)
+    at = {"_type_": "datetime_iso", "_data_": datetime.now(tz=UTC).isoformat()}
+    v3_state = {
+        "originator_id": {"_type_": "uuid_hex", "_data_": d.id.hex},
+        "originator_version": d.version + 1, "timestamp": at, "agent_id": "dev-agent-1",
+        "round": 0, "content": "def fib(n): ...", "model": "m", "tokens": 7, "latency_ms": 12,
+        "prompt_tokens": 3, "temperature": 0.2, "seed": 1, "persona": "",
+        "thinking_retried": False, "class_version": 3,
+    }  # fmt: skip
+    app.recorder.insert_events(
+        [
+            StoredEvent(
+                originator_id=d.id,
+                originator_version=d.version + 1,
+                topic=get_topic(Deliberation.ProposalReceived),
+                state=json.dumps(v3_state).encode(),
+            )
+        ]
+    )
+    replayed = app.repository.get(d.id)
+    prompt = (("user", "Task: fib"), ("assistant", "```python\n"))
+    answer = AgentAnswer("def fib(n): return n", "m", 9, 20, prompt=prompt, attempts=2)
+    replayed.revise_proposal(agent_id=AgentId("dev-agent-1"), round=1, answer=answer)
+    app.save(replayed)
+
+    events = [e for e in app.events.get(d.id) if isinstance(e, Deliberation.ProposalReceived)]
+    sent = [{"role": r, "content": c} for r, c in prompt]
+    assert [(e.prompt, e.attempts) for e in events] == [([], 0), (sent, 2)]
