@@ -29,7 +29,6 @@ idempotent by their key), and fail with the actor's error after that.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any
 
 from ray.exceptions import RayError, RayTaskError
 
+from agent_runtime import _ray_refs
 from agent_runtime.api import AgentTurnError
 
 __all__ = ["BATCH_LINGER_S", "ActorBatches", "CallBatcher", "Outcome"]
@@ -250,11 +250,9 @@ class CallBatcher:
         return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
 
     async def _send_one(self, actor: Any, call: _Call, ref: Any) -> None:
-        import ray
-
-        call.future.add_done_callback(lambda f: _cancel_ref(ray, ref) if f.cancelled() else None)
+        call.future.add_done_callback(lambda f: _ray_refs.cancel(ref) if f.cancelled() else None)
         try:
-            result = await ref
+            result = await _ray_refs.result(ref)
         except RayTaskError as e:
             _fail(call, AgentTurnError(_cause_message(e)))
         except RayError as e:
@@ -285,7 +283,7 @@ class CallBatcher:
                 elif ref is None:
                     self.ray_calls += 1
                     ref = actor.collect.remote(batch_id, remaining, self._linger_s)
-                outcomes: list[Outcome] = await ref
+                outcomes: list[Outcome] = await _ray_refs.result(ref)
                 ref = None
             except RayTaskError as e:
                 for i in remaining:
@@ -320,11 +318,6 @@ class CallBatcher:
 def _fail(call: _Call, error: BaseException) -> None:
     if not call.future.done():
         call.future.set_exception(error)
-
-
-def _cancel_ref(ray: Any, ref: Any) -> None:
-    with contextlib.suppress(RayError):
-        ray.cancel(ref)
 
 
 def _cause_message(e: RayTaskError) -> str:

@@ -418,6 +418,7 @@ class FleetNode:
             llm_url=self.endpoints.llm_url,
             model=self.endpoints.model,
             nats_url=self.endpoints.nats_url,
+            watch=self.watch,
         )
         self.endpoints.ray = where
         return runtime
