@@ -193,7 +193,8 @@ async def test_fleet_up_runs_deliberations_on_a_ray_cluster_through_the_ray_clie
     tmp_path: Path, ray_head: RayHead
 ) -> None:
     async with LoadGenServer("instant") as lg:
-        up = FleetProcess(tmp_path / "up", "api,dispatcher,projectors", _fleet_env(ray_head, lg.url))
+        env = _fleet_env(ray_head, lg.url)
+        up = FleetProcess(tmp_path / "up", "api,dispatcher,projectors", env)  # status: projectors
         try:
             address = await _ready(up)
             async with FleetClient(address) as client:
