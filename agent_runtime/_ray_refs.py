@@ -27,7 +27,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
-__all__ = ["cancel", "connected", "is_client_ref", "kill", "result"]
+__all__ = ["cancel", "connected", "connection_lost", "is_client_ref", "kill", "result"]
 
 _THREADS = 4
 """Threads that wait on the client: each wait is a round trip (milliseconds), or the reconnect
@@ -56,6 +56,13 @@ def connected() -> bool:
     """Whether this process still has Ray: a driver's ``ray.init``, or a live client connection
     (False once a client's connection is lost for good)."""
     return bool(ray.is_initialized())
+
+
+def connection_lost(e: BaseException) -> bool:
+    """Whether ``e``, raised by a Ray call, means this process lost Ray rather than that the call
+    failed: a Ray client's broken connection (``ConnectionError``; an actor's own errors arrive
+    as ``RayTaskError``), or any error once Ray is no longer there."""
+    return isinstance(e, ConnectionError) or not connected()
 
 
 async def result(ref: Any) -> Any:

@@ -24,7 +24,6 @@ import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import pytest
 import pytest_asyncio
@@ -36,7 +35,7 @@ from fleet_testing.loadgen import LoadGenServer
 from fleet_testing.processes import REPO, FleetProcess
 from tests.support.waiting import eventually
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(420)  # a busy two-core machine: Ray and `fleet up` start slowly
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ROLES = 5
@@ -45,14 +44,54 @@ ROLES = 5
 
 @dataclass
 class RayHead:
+    """A Ray head with its client server on fixed loopback ports, startable again after a kill
+    (a head pod restarting)."""
+
     gcs_port: int
     client_port: int
     env: dict[str, str]
+    temp: Path
+    """Its own short temp dir (unix socket paths must stay short)."""
     proc: subprocess.Popen[bytes] | None = None
 
     @property
     def client_address(self) -> str:
         return f"ray://127.0.0.1:{self.client_port}"
+
+    @property
+    def log(self) -> Path:
+        return self.temp / "head.log"
+
+    def start(self) -> None:
+        """`ray start --head --block` in a session of its own: its node's processes share its
+        process group, so they are ended together."""
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    RAY,
+                    "start",
+                    "--head",
+                    "--block",
+                    "--node-ip-address=127.0.0.1",
+                    f"--port={self.gcs_port}",
+                    f"--ray-client-server-port={self.client_port}",
+                    "--include-dashboard=false",
+                    "--num-cpus=1",  # the agent actors reserve none; the machine is shared
+                    "--object-store-memory=100000000",
+                    f"--temp-dir={self.temp}",
+                ],
+                env=self.env,
+                start_new_session=True,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    async def wait_up(self) -> None:
+        def up() -> bool:
+            assert self.proc is not None and self.proc.poll() is None, self.log.read_text()[-3000:]
+            return _listening(self.client_port) and _listening(self.gcs_port)
+
+        await eventually(up, timeout=90, interval=0.2, what="the Ray head never listened")
 
     def kill(self) -> None:
         """End `ray start --block` and every process of its node (its process group), by its
@@ -85,48 +124,18 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _start_head(head: RayHead, temp: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
-    """`ray start --head --block` on loopback, in a session of its own."""
-    return subprocess.Popen(
-        [
-            RAY,
-            "start",
-            "--head",
-            "--block",
-            "--node-ip-address=127.0.0.1",
-            f"--port={head.gcs_port}",
-            f"--ray-client-server-port={head.client_port}",
-            "--include-dashboard=false",
-            "--num-cpus=1",
-            "--object-store-memory=100000000",
-            f"--temp-dir={temp}",
-        ],
-        env=head.env,
-        start_new_session=True,  # its node's processes share its group: killed together
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
 @pytest_asyncio.fixture
 async def ray_head() -> AsyncIterator[RayHead]:
-    """A Ray head with its client server, ended by killing its process group (SIGTERM, then
-    SIGKILL), however the test ends."""
+    """A Ray head of this test's own, ended by killing its process group however the test ends
+    (never `ray stop`: it ends every Ray on the machine)."""
     temp = Path(tempfile.mkdtemp(prefix="frc-", dir="/tmp"))  # short: unix socket paths
-    head = RayHead(free_port(), free_port(), _head_env())
-    log = (temp / "head.log").open("wb")
-    head.proc = proc = _start_head(head, temp, log)
+    head = RayHead(free_port(), free_port(), _head_env(), temp)
     try:
-
-        def up() -> bool:
-            assert proc.poll() is None, (temp / "head.log").read_text()[-3000:]
-            return _listening(head.client_port) and _listening(head.gcs_port)
-
-        await eventually(up, timeout=90, interval=0.2, what="the Ray head never listened")
+        head.start()
+        await head.wait_up()
         yield head
     finally:
         head.kill()
-        log.close()
         shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -219,25 +228,43 @@ async def test_fleet_up_runs_deliberations_on_a_ray_cluster_through_the_ray_clie
     assert after.get("ALIVE", 0) == 0 and after.get("DEAD") == ROLES, after  # a clean stop
 
 
-async def test_fleet_up_stops_with_an_error_when_its_ray_client_loses_the_cluster(
+async def test_a_node_whose_ray_client_loses_the_cluster_stops_and_resumes_on_restart(
     tmp_path: Path, ray_head: RayHead
 ) -> None:
-    """The head goes away for good: the node exits non-zero (a supervisor restarts it) instead
-    of living on with agents that can no longer be reached."""
-    async with LoadGenServer("instant") as lg:
+    """The head goes away under a running node with a deliberation in flight: the node exits
+    non-zero (a supervisor restarts it) instead of living on with agents it cannot reach, and
+    records no agent as failed for it; restarted on a new head, it finishes the deliberation."""
+    async with LoadGenServer("instant", delay_s=1.0) as lg:
         # The client's reconnect grace (30 s by default), short: the head is not coming back.
         env = _fleet_env(ray_head, lg.url, RAY_CLIENT_RECONNECT_GRACE_PERIOD="5")
         up = FleetProcess(tmp_path / "up", "api,dispatcher", env)
         try:
-            await _ready(up)
-            ray_head.kill()
+            address = await _ready(up)
+            async with FleetClient(address) as client:
+                await client.deliberate("write fib(n)", task_id="across-a-head-restart")
+                await eventually(lambda: lg.counters.in_flight > 0, timeout=60)
+            await asyncio.to_thread(ray_head.kill)
             await eventually(
                 lambda: not up.running(),
                 timeout=90,
                 interval=0.25,
                 what=lambda: f"fleet up still running: {up.tail()}",
             )
+            stopped = up.returncode
+            first_run = up.output_since_spawn()
+
+            ray_head.start()  # the head pod comes back; the supervisor restarts the node
+            await ray_head.wait_up()
+            up.spawn()
+            address = await _ready(up)
+            async with FleetClient(address) as client:
+                done = await client.wait("across-a-head-restart", timeout=120)
+                history = await client.history("across-a-head-restart")
         finally:
             up.stop()
-    assert up.returncode not in (0, None), up.tail()
-    assert "lost the connection to Ray" in up.output_since_spawn(), up.tail()
+    assert stopped not in (0, None), first_run[-3000:]
+    assert "lost the connection to Ray" in first_run, first_run[-3000:]
+    types = [e.type for e in history.events]
+    assert "AgentFailed" not in types, types  # a lost cluster is no agent's failure
+    assert done.status == pb.DELIBERATION_STATUS_COMPLETED, done.error_message
+    assert len({r.proposal.author_id for r in done.results}) == 3
