@@ -303,7 +303,7 @@ class RayAgentRuntime:
             actors = [a for pool in pools.values() for a in pool]
             pings = [_ray_refs.result(a.ping.remote()) for a in actors]
             await asyncio.wait_for(asyncio.gather(*pings), ready_timeout_s)
-        except (TimeoutError, RayError) as e:
+        except (TimeoutError, RayError, ConnectionError) as e:  # the last: a Ray client, cut off
             await runtime.close()
             msg = f"agent actors for {list(pools)} not ready after {ready_timeout_s:.0f} s: {e}"
             raise AgentRuntimeError(msg) from e
