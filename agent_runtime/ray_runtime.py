@@ -478,8 +478,8 @@ class RayAgentRuntime:
         a task that ends with AgentRuntimeError once the connection is lost for good.
 
         For a Ray client (``ray://``): when the cluster's head goes away, the client retries for
-        its reconnect grace and then gives up for good, while the process goes on as if it had
-        agents and records every agent call as failed. A supervisor that sees this task end
+        its reconnect grace and then gives up for good, while the process would go on as if it
+        had agents, none of which it can reach. A supervisor that sees this task end
         restarts the process, which connects again and resumes from the events. A client that is
         idle looks connected until it sends something, so the check pings an actor.
         """
@@ -513,7 +513,7 @@ class RayAgentRuntime:
                 await self._watch
         actors = [a for pool in self._pools.values() for a in pool]
         if not _ray_refs.connected():
-            return  # the cluster (or the client's connection to it) is gone, and its actors
+            return  # the cluster (or the connection to it) is gone, its actors with it
         # Exception, not RayError alone: a client whose connection dropped raises a plain one.
         with contextlib.suppress(Exception):
             closing = (_ray_refs.result(a.close.remote()) for a in actors)
