@@ -29,7 +29,7 @@ idempotent by their key), and fail with the actor's error after that.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,9 +37,12 @@ from typing import Any
 
 from ray.exceptions import RayError, RayTaskError
 
+from agent_runtime import _ray_refs
 from agent_runtime.api import AgentTurnError
 
 __all__ = ["BATCH_LINGER_S", "ActorBatches", "CallBatcher", "Outcome"]
+
+log = logging.getLogger(__name__)
 
 BATCH_LINGER_S = 0.05
 """How long a finished call may wait for its batch's others: nothing against model latency
@@ -225,8 +228,7 @@ class CallBatcher:
                     ref = self._remote_batch(actor, batch_id, calls)
                     sent = self._send_batch(actor, calls, retry_lost=True, sent=(batch_id, ref))
             except Exception as e:  # Ray refused the call outright: every caller hears why
-                for c in calls:
-                    _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
+                self._failed(calls, e)
                 continue
             task = asyncio.ensure_future(self._answered(sent, calls))
             self._sends.add(task)
@@ -236,8 +238,24 @@ class CallBatcher:
         try:
             await sent
         except Exception as e:  # a bug here must still answer every caller
-            for c in calls:
-                _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
+            self._failed(calls, e)
+
+    def _failed(self, calls: list[_Call], e: Exception) -> None:
+        """Fail ``calls`` with ``e``, unless ``e`` says that Ray itself is gone: that is no
+        agent's failure, and is not answered as one (it would be recorded as ``AgentFailed``, and
+        fail deliberations that a restart resumes). The node stops on it (the runtime's
+        connection watch) and its restart asks again; a caller that waits alone gives up at its
+        own deadline (``RayAgentRuntime._call``)."""
+        if _ray_refs.connection_lost(e):
+            log.warning(
+                "%d agent call(s) left unanswered: the connection to Ray is lost (%s: %s)",
+                len(calls),
+                type(e).__name__,
+                e,
+            )
+            return
+        for c in calls:
+            _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
 
     def _remote_one(self, actor: Any, call: _Call) -> Any:
         self.ray_calls += 1
@@ -250,11 +268,9 @@ class CallBatcher:
         return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
 
     async def _send_one(self, actor: Any, call: _Call, ref: Any) -> None:
-        import ray
-
-        call.future.add_done_callback(lambda f: _cancel_ref(ray, ref) if f.cancelled() else None)
+        call.future.add_done_callback(lambda f: _ray_refs.cancel(ref) if f.cancelled() else None)
         try:
-            result = await ref
+            result = await _ray_refs.result(ref)
         except RayTaskError as e:
             _fail(call, AgentTurnError(_cause_message(e)))
         except RayError as e:
@@ -285,7 +301,7 @@ class CallBatcher:
                 elif ref is None:
                     self.ray_calls += 1
                     ref = actor.collect.remote(batch_id, remaining, self._linger_s)
-                outcomes: list[Outcome] = await ref
+                outcomes: list[Outcome] = await _ray_refs.result(ref)
                 ref = None
             except RayTaskError as e:
                 for i in remaining:
@@ -320,11 +336,6 @@ class CallBatcher:
 def _fail(call: _Call, error: BaseException) -> None:
     if not call.future.done():
         call.future.set_exception(error)
-
-
-def _cancel_ref(ray: Any, ref: Any) -> None:
-    with contextlib.suppress(RayError):
-        ray.cancel(ref)
 
 
 def _cause_message(e: RayTaskError) -> str:

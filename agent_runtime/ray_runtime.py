@@ -18,7 +18,10 @@ answer comes in, and the requests join those calls (``_early_ratings``): a Ray r
 between a deliberation's two phases.
 
 The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
-initialises Ray. In async code we ``await`` object refs and never call ``ray.get``.
+initialises Ray. It works the same as a driver on the cluster and as a Ray client (``ray://``,
+what the Kubernetes manifests use); the actors' code is imported on the workers, never shipped.
+In async code object refs are awaited through ``_ray_refs`` (a client's would block the loop)
+and ``ray.get`` is never called.
 
 (Over 400 lines on purpose: the actor and the driver-side runtime are the two ends of one call
 and change together; the batching and the early ratings already live in their own modules.)
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import re
 import zlib
@@ -39,6 +43,7 @@ import ray
 from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
+from agent_runtime import _ray_refs
 from agent_runtime._early_ratings import EarlyRatings
 from agent_runtime._ray_batches import ActorBatches, CallBatcher, Outcome
 from agent_runtime.api import (
@@ -69,6 +74,8 @@ PRECHECK_TIMEOUT_S = 30.0
 _NOT_HERE = DisabledSandbox(
     "the agent runtime's actor did not check it; the dispatcher never runs model code"
 )
+CONNECTION_CHECK_S = 5.0
+"""How often ``watch_connection`` checks that Ray is still reachable."""
 PRECHECKS_KEPT = 4096
 """Early checks kept for an ``assess`` that has not come (yet): the oldest go first."""
 
@@ -225,6 +232,7 @@ class RayAgentRuntime:
         self._batcher = CallBatcher()
         self._prechecks: dict[tuple[str, str], _Precheck] = {}
         self._closed = False
+        self._watch: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -296,9 +304,10 @@ class RayAgentRuntime:
             ]
         runtime = cls(pools, endpoint=endpoint, max_in_flight=max_in_flight)
         try:
-            pings = [a.ping.remote() for actors in pools.values() for a in actors]
+            actors = [a for pool in pools.values() for a in pool]
+            pings = [_ray_refs.result(a.ping.remote()) for a in actors]
             await asyncio.wait_for(asyncio.gather(*pings), ready_timeout_s)
-        except (TimeoutError, RayError) as e:
+        except (TimeoutError, RayError, ConnectionError) as e:  # the last: a Ray client, cut off
             await runtime.close()
             msg = f"agent actors for {list(pools)} not ready after {ready_timeout_s:.0f} s: {e}"
             raise AgentRuntimeError(msg) from e
@@ -466,7 +475,36 @@ class RayAgentRuntime:
     async def stats(self) -> list[ActorStats]:
         """Every actor's counters, pool by pool."""
         refs = [a.stats.remote() for actors in self._pools.values() for a in actors]
-        return list(await asyncio.gather(*refs))
+        return list(await asyncio.gather(*map(_ray_refs.result, refs)))
+
+    def watch_connection(self, interval_s: float = CONNECTION_CHECK_S) -> None:
+        """Start checking that this process still reaches Ray; ``background_tasks`` then holds
+        a task that ends with AgentRuntimeError once the connection is lost for good.
+
+        For a Ray client (``ray://``): when the cluster's head goes away, the client retries for
+        its reconnect grace and then gives up for good, while the process would go on as if it
+        had agents, none of which it can reach. A supervisor that sees this task end
+        restarts the process, which connects again and resumes from the events. A client that is
+        idle looks connected until it sends something, so the check pings an actor.
+        """
+        if self._watch is None and not self._closed:
+            self._watch = asyncio.get_running_loop().create_task(self._check_connection(interval_s))
+
+    def background_tasks(self) -> list[asyncio.Task[None]]:
+        """The connection check, once ``watch_connection`` started it."""
+        return [self._watch] if self._watch is not None else []
+
+    async def _check_connection(self, interval_s: float) -> None:
+        actors = [a for pool in self._pools.values() for a in pool]
+        for i in itertools.count():
+            if not _ray_refs.connected():
+                msg = "lost the connection to Ray: agent calls cannot reach the cluster"
+                raise AgentRuntimeError(msg)
+            # Errors here are not the verdict: a lost connection shows in ``connected`` next.
+            with contextlib.suppress(Exception):
+                ping = _ray_refs.result(actors[i % len(actors)].ping.remote())
+                await asyncio.wait_for(ping, interval_s)
+            await asyncio.sleep(interval_s)
 
     async def sandboxes(self) -> list[SandboxState]:
         """Every actor's sandbox, pool by pool: the checks run in the actors' processes, which
@@ -479,9 +517,15 @@ class RayAgentRuntime:
         if self._closed:
             return
         self._closed = True
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, AgentRuntimeError):
+                await self._watch
         actors = [a for pool in self._pools.values() for a in pool]
-        with contextlib.suppress(TimeoutError, RayError):
-            await asyncio.wait_for(asyncio.gather(*(a.close.remote() for a in actors)), 5.0)
-        for a in actors:
-            with contextlib.suppress(RayError, ValueError):
-                ray.kill(a, no_restart=True)
+        if not _ray_refs.connected():
+            return  # the cluster (or the connection to it) is gone, its actors with it
+        # Exception, not RayError alone: a client whose connection dropped raises a plain one.
+        with contextlib.suppress(Exception):
+            closing = (_ray_refs.result(a.close.remote()) for a in actors)
+            await asyncio.wait_for(asyncio.gather(*closing), 5.0)
+        await asyncio.gather(*(_ray_refs.kill(a) for a in actors))

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import nats
 
@@ -35,6 +36,9 @@ from agent_runtime.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
 from natsio import servers
+
+if TYPE_CHECKING:
+    from agent_runtime.ray_runtime import RayAgentRuntime
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +111,27 @@ async def start_workers(
     return workers
 
 
+class Watch(Protocol):
+    """Registers a part whose background tasks the node watches (``FleetNode.watch``)."""
+
+    def __call__(self, name: str, part: RayAgentRuntime) -> None: ...
+
+
 async def start_council(
-    stack: contextlib.AsyncExitStack, settings: Settings, llm_url: str, model: str
+    stack: contextlib.AsyncExitStack,
+    settings: Settings,
+    llm_url: str,
+    model: str,
+    *,
+    watch: Watch | None = None,
 ) -> tuple[AgentRuntime, str]:
     """The ``ray`` backend: warm Ray actor pools, or (``FLEET_AGENT_RUNTIME=local``) council
-    members in this process; and a line saying where they run."""
+    members in this process; and a line saying where they run.
+
+    Connected as a Ray client, the runtime checks its connection and ``watch`` gets it: a node
+    whose client lost the cluster for good stops (and is restarted) rather than failing every
+    agent call from then on (``RayAgentRuntime.watch_connection``).
+    """
     roles = [r.value for r in Role]
     mode = structured_output_mode(settings)
     if settings.agent_runtime == "local":
@@ -145,7 +165,10 @@ async def start_council(
         sandbox=settings.sandbox,
     )
     stack.push_async_callback(ray_runtime.close)
-    return ray_runtime, settings.ray_address or f"local {info.get('address', '')}"
+    if info.get("client") and watch is not None:
+        ray_runtime.watch_connection()
+        watch("Ray client connection", ray_runtime)
+    return ray_runtime, info["address"] if settings.ray_address else f"local {info['address']}"
 
 
 async def make_agent_runtime(
@@ -155,13 +178,15 @@ async def make_agent_runtime(
     llm_url: str,
     model: str,
     nats_url: str,
+    watch: Watch | None = None,
 ) -> tuple[AgentRuntime, str]:
     """The ``AgentRuntime`` the dispatcher calls, and a line saying where agents run.
 
-    Everything started is stopped by ``stack`` (newest first).
+    Everything started is stopped by ``stack`` (newest first); ``watch`` gets the parts whose
+    background tasks must run as long as the node does.
     """
     if settings.agent_backend != "nats":
-        return await start_council(stack, settings, llm_url, model)
+        return await start_council(stack, settings, llm_url, model, watch=watch)
     roles = [r.value for r in Role]
     runtime = await NatsAgentRuntime.connect(
         nats_url,

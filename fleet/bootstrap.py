@@ -472,6 +472,7 @@ class FleetNode:
             llm_url=self.endpoints.llm_url,
             model=self.endpoints.model,
             nats_url=self.endpoints.nats_url,
+            watch=self.watch,
         )
         self.endpoints.ray = where
         self.sandbox = await checks_sandbox(self.settings, runtime)

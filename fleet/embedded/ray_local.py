@@ -1,5 +1,11 @@
 """Connect to Ray: a cluster at RAY_ADDRESS, or a private local instance on loopback only.
 
+A cluster is reached either as a Ray client (``ray://head:10001``, what the Kubernetes manifests
+use: KubeRay's head service, one gRPC port, the driver outside the cluster) or by its GCS address
+(``head:6379``, a driver that runs as a node of the cluster's network). Both give the same API to
+``agent_runtime.ray_runtime``; only what ``ray.init`` returns differs (a ``ClientContext`` has no
+``address_info``), so the address reported is the one connected to, with how.
+
 A local instance keeps every socket on 127.0.0.1. ``ray.init`` deliberately turns 127.0.0.1 into
 the machine's routable address ("so other nodes can reach it"); Ray's own switch for single-host
 instances (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read by ``get_node_ip_address``) keeps the
@@ -9,10 +15,19 @@ socket paths are limited to about 100 bytes) and no dashboard.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
+
+log = logging.getLogger(__name__)
+
+CLIENT_CONNECT_ATTEMPTS = 3
+"""Tries at a Ray client connection (``_connect_client``)."""
+CLIENT_RETRY_S = 2.0
+"""Pause before the second try; the third waits twice as long."""
 
 LOCAL_ONLY_ENV = {
     # Single-host mode: every Ray address is loopback (see the module docstring).
@@ -28,9 +43,14 @@ class RayConnection(TypedDict):
     """What ``connect_ray`` did."""
 
     address: str
-    """The GCS address (or "already initialised")."""
+    """Where this process's Ray is: a local instance's or a cluster's GCS address, a Ray client's
+    ``ray://`` address (with the cluster's Ray version), or "already initialised"."""
     started: bool
-    """Whether this call started Ray (then it shuts it down: ``disconnect_ray``)."""
+    """Whether this call started Ray or connected to it (then it ends that: ``disconnect_ray``
+    shuts a local instance down, or disconnects from a cluster, which goes on running)."""
+    client: NotRequired[bool]
+    """Connected as a Ray client (``ray://``): the driver's objects live on the cluster's client
+    server, and the code the actors run is imported there and on the workers."""
     temp_dir: NotRequired[str]
     """A private local instance's temp folder."""
 
@@ -54,27 +74,54 @@ def connect_ray(
 
     if ray.is_initialized():
         return {"address": "already initialised", "started": False}
+    if address and is_client_address(address):
+        ctx = _connect_client(address, runtime_env)
+        version = getattr(ctx, "ray_version", "") or "unknown"
+        where = f"{address} (Ray client, cluster Ray {version})"
+        return {"address": where, "started": True, "client": True}
     if address:
         ctx = ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
-    else:
-        # Also for a process that imported ray before the variable was set.
-        ray_constants.ENABLE_RAY_CLUSTER = False
-        temp_dir = Path(tempfile.mkdtemp(prefix="fray-", dir="/tmp"))
-        ctx = ray.init(
-            include_dashboard=False,
-            num_cpus=num_cpus or max(2, os.cpu_count() or 2),
-            object_store_memory=object_store_bytes,
-            _temp_dir=str(temp_dir),
-            log_to_driver=False,
-            configure_logging=False,
-            runtime_env=runtime_env,
-        )
-        return {
-            "address": _gcs_address(ctx),
-            "started": True,
-            "temp_dir": str(temp_dir),
-        }
-    return {"address": _gcs_address(ctx), "started": True}
+        return {"address": _gcs_address(ctx), "started": True}
+    # Also for a process that imported ray before the variable was set.
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    temp_dir = Path(tempfile.mkdtemp(prefix="fray-", dir="/tmp"))
+    ctx = ray.init(
+        include_dashboard=False,
+        num_cpus=num_cpus or max(2, os.cpu_count() or 2),
+        object_store_memory=object_store_bytes,
+        _temp_dir=str(temp_dir),
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env=runtime_env,
+    )
+    return {"address": _gcs_address(ctx), "started": True, "temp_dir": str(temp_dir)}
+
+
+def _connect_client(address: str, runtime_env: dict[str, Any] | None) -> Any:
+    """``ray.init`` as a Ray client, again after a failed start of the connection's server.
+
+    The head's client server starts one server process per connection; on a loaded head that
+    start can fail outright (``ConnectionAbortedError``: "Starting Ray client server failed",
+    seen on a busy two-core machine) while the next one succeeds. An unreachable head is not
+    tried again here: Ray has already retried it for about 30 s.
+    """
+    import ray
+
+    for attempt in range(1, CLIENT_CONNECT_ATTEMPTS + 1):
+        try:
+            return ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+        except ConnectionAbortedError as e:
+            if attempt == CLIENT_CONNECT_ATTEMPTS:
+                msg = f"could not connect to Ray at {address} ({attempt} attempts): {e}"
+                raise ConnectionError(msg) from e
+            log.warning("Ray client connection to %s failed (%s); trying again", address, e)
+            time.sleep(CLIENT_RETRY_S * attempt)
+    raise AssertionError("unreachable")
+
+
+def is_client_address(address: str | None) -> bool:
+    """Whether ``address`` names a Ray client server (``ray://host:port``), not a GCS."""
+    return bool(address) and str(address).strip().lower().startswith("ray://")
 
 
 def disconnect_ray() -> None:
@@ -85,5 +132,6 @@ def disconnect_ray() -> None:
 
 
 def _gcs_address(ctx: Any) -> str:
-    """The GCS address ``ray.init`` reports (its ``RayContext`` is typed as a base class)."""
+    """The GCS address a driver's ``ray.init`` reports (typed as a base class, which a Ray
+    client's ``ClientContext`` also is: that one has no ``address_info``)."""
     return str(ctx.address_info.get("gcs_address", ""))
