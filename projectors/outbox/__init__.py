@@ -6,7 +6,7 @@ whose JetStream adapter (``projectors.outbox.jetstream``) is imported from its o
 """
 
 from projectors.outbox.messages import PRODUCER, SUBJECTS, IntegrationEvent, integration_events
-from projectors.outbox.port import Mark, OutboxStream, PublishedMessage
+from projectors.outbox.port import Mark, OutboxStream, Outgoing, PublishedMessage
 from projectors.outbox.projection import AppHistory, OutboxProjection
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "Mark",
     "OutboxProjection",
     "OutboxStream",
+    "Outgoing",
     "PublishedMessage",
     "integration_events",
 ]

@@ -6,13 +6,17 @@ raised and never lowered, nothing else of an existing one changed. A stream the 
 made already (``ORCHESTRATOR_EVENTS``, or another name holding ``orchestration.>``) is used as
 it is: its consumers keep reading where they were.
 
-Each publish carries ``Nats-Expected-Last-Sequence`` (the stream's last sequence as the outbox
-last saw it: the server refuses the message when anyone published meanwhile, so nothing is
-interleaved or doubled), ``Nats-Msg-Id`` (``<event stream>:<idempotency key>``: within the
-duplicate window a repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers
-the position is read back from. After each batch, the last mark goes to the ``FLEET_OUTBOX``
-key-value bucket: should the stream's own limits drop Fleet's last messages (the seed's stream
-kept seven days), the position survives there and nothing old is published again.
+Messages go in windows, sent without waiting for each ack (``acks.AckWindow``). Each carries
+``Nats-Expected-Last-Sequence`` (the first: the stream's last sequence as the outbox last saw
+it; each next one: its predecessor's) and, but the first, ``Nats-Expected-Last-Msg-Id`` (its
+predecessor's id): the server refuses a message unless it lands right behind the one before
+it, so when anyone published meanwhile what landed is a first part of the window, nothing is
+interleaved or doubled, and the outbox re-reads the tail and goes on from there. Each also
+carries ``Nats-Msg-Id`` (``<event stream>:<idempotency key>``: within the duplicate window a
+repeat is dropped by the server too), and the ``Fleet-Outbox-*`` headers the position is read
+back from. After each batch, the last mark goes to the ``FLEET_OUTBOX`` key-value bucket:
+should the stream's own limits drop Fleet's last messages (the seed's stream kept seven days),
+the position survives there and nothing old is published again.
 
 The writer's lease lives in the same bucket (key ``lease.<event stream>``: owner, epoch,
 expiry), changed only by compare-and-set on the key's revision, so two instances cannot both
@@ -26,15 +30,16 @@ outbox's own, of the kind the event store uses: ``eventstore._loop_thread.LoopTh
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import nats
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
-from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.api import KeyValueConfig, PubAck, StorageType, StreamConfig
 from nats.js.errors import (
     APIError,
     KeyNotFoundError,
@@ -45,8 +50,8 @@ from nats.js.errors import (
 from natsio import checked_replicas, ensure_stream, servers
 from projectors.errors import PositionMovedError, ProjectionError
 from projectors.fence import Fence, now_ms
-from projectors.outbox.messages import IntegrationEvent
-from projectors.outbox.port import Mark, PublishedMessage
+from projectors.outbox.acks import AckWindow
+from projectors.outbox.port import Mark, Outgoing, PublishedMessage
 
 __all__ = [
     "AGENT_RESPONSES_MAX_AGE_S",
@@ -78,11 +83,17 @@ H_POSITION = "Fleet-Outbox-Position"
 H_INDEX = "Fleet-Outbox-Index"
 H_COUNT = "Fleet-Outbox-Count"
 H_KEY = "Nats-Msg-Id"
+H_STREAM = "Nats-Expected-Stream"
+H_LAST_SEQ = "Nats-Expected-Last-Sequence"
+H_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 
-_WRONG_LAST_SEQUENCE = 10071
+_REFUSED = (10071, 10070)
+"""Wrong last sequence, wrong last message id: the stream is not where the publish expected."""
 _SCAN_LIMIT = 10_000
 """Messages read back from the stream's end for Fleet's last one (others may publish there)."""
 _CALL_TIMEOUT_S = 10.0
+_ACK_WAIT_S = 30.0
+"""How long a window's acks may take once it is sent (a thousand messages on a loaded server)."""
 
 
 class OutboxUnavailableError(ProjectionError):
@@ -118,6 +129,7 @@ class JetStreamOutboxStream:
         self._bridge = bridge
         self.stream_name = stream
         self._kv = kv
+        self._acks = AckWindow(nc)
         suffix = f".{scope}" if scope else ""
         self._lease_key = f"lease.{source}{suffix}"
         self._mark_key = f"mark.{source}{suffix}"
@@ -220,39 +232,62 @@ class JetStreamOutboxStream:
 
     # ------------------------------------------------------------------ publishing
 
-    def publish(
-        self, message: IntegrationEvent, *, position: int, index: int, count: int, expected: int
-    ) -> int:
-        return self._call(self._publish(message, position, index, count, expected))
+    def publish_window(self, window: Sequence[Outgoing], *, expected: int) -> int:
+        # The acks of a whole window may take longer than one call's; the window's own wait
+        # gives up first (see ``_publish_window``), so the bridge's never cuts it short.
+        timeout = _CALL_TIMEOUT_S + _ACK_WAIT_S
+        return self._call(self._publish_window(window, expected), timeout=timeout)
 
-    async def _publish(
-        self, message: IntegrationEvent, position: int, index: int, count: int, expected: int
-    ) -> int:
-        headers = {
+    async def _publish_window(self, window: Sequence[Outgoing], expected: int) -> int:
+        """Send every message of ``window`` at once, then read the acks in order.
+
+        Message k expects the stream's last sequence to be ``expected + k``, and (k > 0) the
+        last message id to be message k-1's. The sequence alone is not enough: should another
+        publisher's message land where message k-1 was to go, k-1 is refused and k finds the
+        sequence it expects (the foreign one's), and would land behind a gap. The message id
+        check refuses it, and every one after it, so what lands is always a first part.
+        """
+        futures = []
+        previous = ""
+        for k, out in enumerate(window):
             # Scoped to the installation: two Fleets sharing a NATS (a test server, staging
             # beside production) may derive the same key; one must not swallow the other's.
-            H_KEY: f"{self.source}:{message.idempotency_key}",
-            H_SOURCE: self.source,
-            "Nats-Expected-Last-Sequence": str(expected),
-            H_POSITION: str(position),
-            H_INDEX: str(index),
-            H_COUNT: str(count),
-        }
-        try:
-            ack = await self._js.publish(
-                message.subject, message.body, stream=self.stream_name, headers=headers
-            )
-        except APIError as e:
-            if e.err_code == _WRONG_LAST_SEQUENCE:
+            msg_id = f"{self.source}:{out.message.idempotency_key}"
+            headers = {
+                H_KEY: msg_id,
+                H_SOURCE: self.source,
+                H_STREAM: self.stream_name,
+                H_LAST_SEQ: str(expected + k),
+                H_POSITION: str(out.position),
+                H_INDEX: str(out.index),
+                H_COUNT: str(out.count),
+            }
+            if previous:
+                headers[H_LAST_MSG_ID] = previous
+            futures.append(await self._send(out.message.subject, out.message.body, headers))
+            previous = msg_id
+        acks = await self._acks.settle(futures, timeout=_ACK_WAIT_S)
+        last = expected
+        for out, ack in zip(window, acks, strict=True):
+            if isinstance(ack, APIError) and ack.err_code in _REFUSED:
                 mark = await self._tail()
-                msg = f"outbox: stream {self.stream_name} moved past {expected} ({e.description})"
+                msg = f"outbox: stream {self.stream_name} moved past {last} ({ack.description})"
                 raise PositionMovedError(msg, mark.position) from None
-            raise
-        if ack.duplicate:  # landed before (a lost ack): re-read where the stream stands
-            mark = await self._tail()
-            msg = f"outbox: {message.subject} {message.idempotency_key[:12]} was there already"
-            raise PositionMovedError(msg, mark.position)
-        return int(ack.seq)
+            if isinstance(ack, BaseException):
+                raise ack
+            if ack.duplicate:  # landed before (a lost ack): re-read where the stream stands
+                mark = await self._tail()
+                key = out.message.idempotency_key[:12]
+                msg = f"outbox: {out.message.subject} {key} was there already"
+                raise PositionMovedError(msg, mark.position)
+            last = int(ack.seq)
+        return last
+
+    async def _send(
+        self, subject: str, body: bytes, headers: dict[str, str]
+    ) -> asyncio.Future[PubAck]:
+        """One publish of a window, its ack to come (a seam for tests that slip a message in)."""
+        return await self._acks.send(subject, body, headers)
 
     def keep(self, mark: Mark) -> None:
         kept = {"position": mark.position, "index": mark.index, "count": mark.count}
@@ -318,9 +353,9 @@ class JetStreamOutboxStream:
 
     # ------------------------------------------------------------------ the bridge
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _call(self, coro: Coroutine[Any, Any, T], *, timeout: float = _CALL_TIMEOUT_S) -> T:
         try:
-            return self._bridge.run(coro, timeout=_CALL_TIMEOUT_S)
+            return self._bridge.run(coro, timeout=timeout)
         except (NatsError, TimeoutError) as e:
             if isinstance(e, APIError | NotFoundError):
                 raise

@@ -3,22 +3,24 @@
 The outbox's effect is the messages on the stream, so its position is read back from them: each
 message Fleet publishes carries, in headers, the stream sequence of the Fleet event it came from
 (its ``causation_id``), its index among that event's messages and their count. ``tail`` finds
-the last one (and the stream's last sequence, which every publish expects: a publish based on a
-stale view of the stream is refused by the server, so two writers can never interleave or
-double a message). The JetStream adapter is ``projectors.outbox.jetstream``; the tests' in-memory
-one is in ``fleet_testing``.
+the last one (and the stream's last sequence, which the next publish expects: a publish based
+on a stale view of the stream is refused by the server, so two writers can never interleave or
+double a message). Messages go in windows, sent without waiting for each acknowledgement, each
+expecting the one before it (``publish_window``). The JetStream adapter is
+``projectors.outbox.jetstream``; the tests' in-memory one is in
+``tests/unit/projectors/test_outbox.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from projectors.fence import Fence
 from projectors.outbox.messages import IntegrationEvent
 
-__all__ = ["Mark", "OutboxStream", "PublishedMessage"]
+__all__ = ["Mark", "OutboxStream", "Outgoing", "PublishedMessage"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,16 @@ class Mark:
     @property
     def complete(self) -> bool:
         return self.index + 1 >= self.count
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to publish: from the event at ``position``, ``index`` of its ``count``."""
+
+    message: IntegrationEvent
+    position: int
+    index: int
+    count: int
 
 
 @dataclass(frozen=True)
@@ -61,16 +73,16 @@ class OutboxStream(Protocol):
         """
         ...
 
-    def publish(
-        self, message: IntegrationEvent, *, position: int, index: int, count: int, expected: int
-    ) -> int:
-        """Publish ``message`` (from the event at ``position``, ``index`` of ``count``) if the
-        stream's last sequence is still ``expected``; returns the message's sequence.
+    def publish_window(self, window: Sequence[Outgoing], *, expected: int) -> int:
+        """Publish ``window`` in order, the first if the stream's last sequence is still
+        ``expected``, each next one only right behind the one before it (nothing of anyone
+        else's between them); returns the last one's sequence.
 
         Raises:
-            PositionMovedError: the stream moved (another writer, or this message landed
-                already); nothing was published by this call.
-            OutboxUnavailableError: the stream cannot be reached (it may have landed: re-read).
+            PositionMovedError: the stream moved (another writer, or a message landed already):
+                the messages before the refused one are on the stream, none after it.
+            OutboxUnavailableError: the stream cannot be reached (some may have landed, always
+                a first part of the window: re-read).
         """
         ...
 

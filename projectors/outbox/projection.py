@@ -1,8 +1,10 @@
 """The outbox projection: the event log's integration events, published once each, in order.
 
 For each event at position p the projection derives its integration events
-(``projectors.outbox.messages``, deterministic) and publishes them in order, each expecting the
-stream's last sequence to be the one its previous publish left (``OutboxStream.publish``). The
+(``projectors.outbox.messages``, deterministic) and publishes them in order, a batch's messages
+as one window sent before any ack is awaited, each message expecting to land right behind the
+one before it (``OutboxStream.publish_window``): a refused one, and every one after it, lands
+not at all, so the stream holds a first part of the window, never one with a hole. The
 position is the stream itself (``OutboxStream.tail``): the last message Fleet published names
 the event it came from and how many that event has. So:
 
@@ -40,9 +42,14 @@ from projectors.outbox.messages import (
     handles,
     integration_events,
 )
-from projectors.outbox.port import Mark, OutboxStream
+from projectors.outbox.port import Mark, OutboxStream, Outgoing
 
-__all__ = ["AppHistory", "OutboxProjection"]
+__all__ = ["WINDOW", "AppHistory", "OutboxProjection"]
+
+WINDOW = 1000
+"""A window is sent once it holds this many messages (a runner's batch of 500 events leads to
+about 170 integration events: one window each). Bounds what is in flight and what a refusal
+sends in vain."""
 
 _DISPATCHED_KEPT = 100_000
 _SEEN_KEPT = 10_000
@@ -189,6 +196,7 @@ class OutboxProjection:
                 raise ProjectionFencedError(msg)
         ours = 0
         kept = mark
+        window: list[Outgoing] = []
         for event, position in items:
             if position <= base:
                 continue
@@ -196,20 +204,32 @@ class OutboxProjection:
             if self.handles(event) and not self._dispatched_already(event):
                 messages = self.derive(event, position, self._history_of)
                 start = mark.index + 1 if position == mark.position else 0
-                for index in range(start, len(messages)):
-                    seq = self.stream.publish(
-                        messages[index],
-                        position=position,
-                        index=index,
-                        count=len(messages),
-                        expected=mark.stream_seq,
-                    )
-                    mark = Mark(seq, position, index, len(messages))
-                    self._mark = mark
-                    self.published += 1
+                window += [
+                    Outgoing(messages[i], position, i, len(messages))
+                    for i in range(start, len(messages))
+                ]
+                if len(window) >= WINDOW:
+                    mark = self._publish(window, mark)
+                    window = []
                 ours += 1 if messages else 0
                 self._remember_dispatch(event)
-            self._handled = base = position
+            base = position
+        if window:
+            mark = self._publish(window, mark)
+        self._handled = base
         if mark != kept:
             self.stream.keep(mark)
         return ours
+
+    def _publish(self, window: Sequence[Outgoing], mark: Mark) -> Mark:
+        """Publish ``window`` behind ``mark``; the mark of its last message.
+
+        On a refusal or an error the stream holds a first part of the window and this instance
+        has nothing to go on: the runner calls ``position`` (which re-reads the tail, and forgets
+        the dispatches and histories noted for the events of the window) and resumes there.
+        """
+        seq = self.stream.publish_window(window, expected=mark.stream_seq)
+        last = window[-1]
+        self._mark = Mark(seq, last.position, last.index, last.count)
+        self.published += len(window)
+        return self._mark

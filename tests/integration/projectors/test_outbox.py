@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nats
 import pytest
-from nats.js.api import StreamConfig
+from nats.js.api import PubAck, StreamConfig
 
 from application.app import FleetApplication
 from eventstore._loop_thread import LoopThread
@@ -320,6 +320,48 @@ async def test_a_standby_takes_over_a_killed_owner_and_nothing_is_doubled(
 
 async def _at_least(count: Callable[[], Awaitable[int]], n: int) -> bool:
     return await count() >= n
+
+
+class ForeignSlipsIn(JetStreamOutboxStream):
+    """Another publisher's message lands in the middle of the outbox's first window: sent on the
+    same connection right behind the window's 2nd message, so the server stores it there."""
+
+    sent = 0
+
+    async def _send(
+        self, subject: str, body: bytes, headers: dict[str, str]
+    ) -> asyncio.Future[PubAck]:
+        future = await super()._send(subject, body, headers)
+        self.sent += 1
+        if self.sent == 2:
+            await self._nc.publish("orchestration.task.dispatched", b'{"event_type": "foreign"}')
+        return future
+
+
+async def test_a_window_refused_in_its_middle_leaves_no_gap_and_no_duplicate(
+    app: FleetApplication, private_nats_server: NatsServer, bridge: LoopThread
+) -> None:
+    """The foreign message takes the 3rd message's sequence: the 3rd is refused, and the 4th,
+    which expects that very sequence, is refused too (it expects the 3rd's message id behind
+    it), and so is the rest; the outbox re-reads the tail and goes on behind the foreign one."""
+    url = private_nats_server.url
+    app.save(*one_of_each("w"))
+    head = app.recorder.max_notification_id() or 0
+    stream = await asyncio.to_thread(ForeignSlipsIn.open, url, bridge, source="FLEET_EVENTS")
+    assert isinstance(stream, ForeignSlipsIn)
+    projection = OutboxProjection(stream, AppHistory(app))
+    runner = ProjectorRunner(app, projection, owner="node", retry_on=(OutboxUnavailableError,))
+    with runner:
+        await asyncio.to_thread(runner.wait, head, 20)
+    got = await read_all(url, at_least=MESSAGES_PER_ROUND + 1)
+    assert [r.subject for r in got] == [*ORDER[:2], "orchestration.task.dispatched", *ORDER[2:]]
+    assert [r.seq for r in got] == list(range(1, MESSAGES_PER_ROUND + 2))
+    assert got[2].body == {"event_type": "foreign"}
+    ours = [r for r in got if r.body.get("producer") == "fleet-orchestrator"]
+    _assert_once_in_order(ours, head)
+    # The window was refused after its 2nd message, and the rest of it sent again.
+    assert stream.sent == 2 * MESSAGES_PER_ROUND - 2
+    assert await asyncio.to_thread(verify_outbox, app, projection) == []
 
 
 async def test_the_seed_systems_own_stream_is_used_as_it_is(

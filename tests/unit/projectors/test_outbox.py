@@ -14,7 +14,13 @@ import pytest
 from aggregates.story import Phase, Story
 from projectors.errors import PositionMovedError
 from projectors.fence import Fence
-from projectors.outbox import IntegrationEvent, Mark, OutboxProjection, PublishedMessage
+from projectors.outbox import (
+    IntegrationEvent,
+    Mark,
+    OutboxProjection,
+    Outgoing,
+    PublishedMessage,
+)
 from tests.support.outbox import MESSAGES_PER_ROUND, one_of_each
 
 
@@ -35,18 +41,24 @@ class InMemoryOutboxStream:
         _, position, index, count = self.messages[-1]
         return Mark(len(self.messages), position, index, count)
 
-    def publish(
-        self, message: IntegrationEvent, *, position: int, index: int, count: int, expected: int
-    ) -> int:
-        if expected != len(self.messages):
-            raise PositionMovedError("moved", self.tail().position)
-        if self.crash_after is not None and len(self.messages) >= self.crash_after:
-            raise Crash
-        self.messages.append((message, position, index, count))
+    def publish_window(self, window: Sequence[Outgoing], *, expected: int) -> int:
+        """As JetStream checks a window: each message lands only right behind the one before."""
+        previous: IntegrationEvent | None = None
+        for k, out in enumerate(window):
+            last = self.messages[-1][0] if self.messages else None
+            if expected + k != len(self.messages) or (k and last is not previous):
+                raise PositionMovedError("moved", self.tail().position)
+            if self.crash_after is not None and len(self.messages) >= self.crash_after:
+                raise Crash
+            self.messages.append((out.message, out.position, out.index, out.count))
+            previous = out.message
         return len(self.messages)
 
     def keep(self, mark: Mark) -> None:
         pass
+
+    def retained_from(self) -> int:
+        return 1
 
     def published(self) -> Iterator[PublishedMessage]:
         for seq, (m, position, index, _) in enumerate(self.messages, start=1):
