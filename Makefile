@@ -24,7 +24,7 @@ setup: $(VENV)/bin/python
 	$(PIP) install -q -e '.[llm]'
 
 setup-dev: $(VENV)/bin/python
-	bash scripts/system-deps.sh
+	bash scripts/system-deps.sh --dev
 	$(PIP) install -q -e '.[llm,dev]'
 
 ## proto: regenerate the gRPC stubs from proto/ (a test fails when they are stale)
