@@ -5,8 +5,12 @@ PY     := $(VENV)/bin/python
 # uv installs in parallel and resolves in a fraction of pip's time (ray and grpcio are large);
 # UV_PYTHON keeps it on this venv even when another one is active.
 PIP    := UV_PYTHON=$(PY) $(VENV)/bin/uv pip
+UV_VERSION ?= 0.13.9
+# Every install takes its versions from constraints.txt (`make constraints` writes it), so a fresh
+# machine gets the versions CI ran, and a linter release that changes scores arrives on purpose.
+CONSTRAINTS := -c constraints.txt
 
-.PHONY: run test setup setup-dev proto lint typecheck clean
+.PHONY: run test setup setup-dev constraints proto lint typecheck clean
 
 ## run: set everything up and run Fleet's main job on the embedded default (one deliberation)
 run: setup
@@ -20,16 +24,21 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/bin/uv: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q --disable-pip-version-check uv
+	$(VENV)/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 # Every dependency is a prebuilt wheel (llama.cpp too: xllamacpp), so nothing compiles.
 setup: $(VENV)/bin/uv
 	bash scripts/system-deps.sh
-	$(PIP) install -q -e '.[llm]'
+	$(PIP) install -q $(CONSTRAINTS) -e '.[llm]'
 
 setup-dev: $(VENV)/bin/uv
 	bash scripts/system-deps.sh --dev
-	$(PIP) install -q -e '.[llm,dev]'
+	$(PIP) install -q $(CONSTRAINTS) -e '.[llm,dev]'
+
+## constraints: re-resolve every dependency (core and extras) to exact versions, on purpose
+constraints: $(VENV)/bin/uv
+	$(VENV)/bin/uv pip compile pyproject.toml --extra llm --extra dev --extra otel \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q -o constraints.txt
 
 ## proto: regenerate the gRPC stubs from proto/ (a test fails when they are stale)
 proto:

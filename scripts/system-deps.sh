@@ -18,6 +18,14 @@ if [ "$dev" = 1 ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0"
   (apt-get update -qq >/dev/null && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
     echo "note: could not install chromium; the web console's browser tests will be skipped" >&2
 fi
+# zsh: the completion script `fleet completion zsh` prints is parsed and run by a real zsh in the
+# tests.
+if [ "$dev" = 1 ] && ! command -v zsh >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing zsh (for the shell completion tests)…"
+  (apt-get install -y -qq zsh >/dev/null 2>&1) || \
+    (apt-get update -qq >/dev/null && apt-get install -y -qq zsh >/dev/null) || \
+    echo "note: could not install zsh; the zsh completion test will be skipped" >&2
+fi
 if command -v valkey-server >/dev/null 2>&1 || command -v redis-server >/dev/null 2>&1; then
   exit 0
 fi

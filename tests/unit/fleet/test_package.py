@@ -94,3 +94,25 @@ def test_python_dash_m_fleet_is_the_cli(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"fleet {importlib.metadata.version('fleet')}"
+
+
+def _pins() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            name, version = line.split("==", 1)
+            pins[_canonical(name.strip())] = version.split()[0]
+    return pins
+
+
+def test_every_dependency_is_pinned_in_the_constraints_ci_installs_from() -> None:
+    pins = _pins()
+    declared = list(PYPROJECT["project"]["dependencies"])
+    for extra in PYPROJECT["project"]["optional-dependencies"].values():
+        declared += extra
+    missing = sorted({_name(r) for r in declared} - set(pins))
+    assert not missing, f"not in constraints.txt (run `make constraints`): {missing}"
+    # The linters whose releases change what passes: exact, on purpose.
+    assert {"ruff", "mypy", "sqlglot"} <= set(pins)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-c constraints.txt" in makefile and "uv pip compile pyproject.toml" in makefile
