@@ -36,14 +36,15 @@ class DeliberationStore(Protocol):
         ...
 
     async def get(self, deliberation_id: UUID) -> Deliberation:
-        """The aggregate as stored now (never stale). Raises KeyError naming the id when unknown."""
+        """The aggregate as stored now (never stale). Raises ``DeliberationNotFoundError``
+        naming the id when unknown."""
         ...
 
     async def last_known(self, deliberation_id: UUID) -> Deliberation:
         """The aggregate as this store last saved or read it (no round trip when it has it):
         for the writer's own next step, which may miss another process's change; the write
         that step leads to is checked against the stream, and a terminal event on the feed
-        stops the driver. Raises KeyError naming the id when unknown."""
+        stops the driver. Raises ``DeliberationNotFoundError`` naming the id when unknown."""
         ...
 
     async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:
@@ -96,7 +97,7 @@ class RecordStore(Protocol):
         ...
 
     async def get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
-        """Raises KeyError (``RecordNotFoundError``) naming the id when there is none."""
+        """Raises ``RecordNotFoundError`` naming the id when there is none."""
         ...
 
     async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:

@@ -32,6 +32,7 @@ from uuid import UUID
 
 from aggregates import Deliberation, DeliberationStatus, Plan, deliberation_id, plan_id_of
 from aggregates.story import Story, story_id_of
+from application.errors import NotFoundError
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -260,21 +261,21 @@ async def gather_facts(
     if task_id:
         try:
             task = await store.get(deliberation_id(task_id))
-        except KeyError:
+        except NotFoundError:
             task = None
     story_id = story_id or (task.story_id if task else "")
     plan: Plan | None = None
     if task is not None and task.plan_id:
         try:
             plan = await store.get_plan(plan_id_of(task.plan_id))
-        except KeyError:
+        except NotFoundError:
             plan = None
     phases: tuple[tuple[str, str, datetime], ...] = ()
     if story_id:
         try:
             story = await store.get_record(story_id_of(story_id), Story)
             phases = tuple((f.value, t.value, at) for f, t, at in story.transitions)
-        except KeyError:
+        except NotFoundError:
             phases = ()
     others = [t for t in dict.fromkeys([*related, *(plan.task_ids() if plan else [])])]
     decisions: list[Decision] = []
@@ -284,7 +285,7 @@ async def gather_facts(
             continue
         try:
             d = await store.get(deliberation_id(other))
-        except KeyError:
+        except NotFoundError:
             continue
         decisions.append(decision_of(d))
         events += _events(d)

@@ -61,6 +61,7 @@ from aggregates import (
     DeliberationStatus,
 )
 from application.councils import CouncilDirectory
+from application.errors import NotFoundError
 from application.ports import DeliberationStore, EventFeed
 from dispatchers.context import ContextSource
 from dispatchers.councils import seat
@@ -258,7 +259,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         while True:
             try:
                 return await self._store.last_known(d_id)
-            except KeyError:
+            except NotFoundError:
                 if loop.time() + delay > give_up:
                     raise
             await asyncio.sleep(delay)

@@ -39,6 +39,7 @@ from aggregates.derivation import (
     derivation_id,
 )
 from application.councils import CouncilAgentView
+from application.errors import RecordNotFoundError
 from application.ports import RecordStore
 from dispatchers.plans import PlanDeliberationStore
 
@@ -176,7 +177,7 @@ async def derive_subtasks(
     d_id = derivation_id(plan.plan_id, roles, limit, request.parallel)
     try:
         return await store.get_record(d_id, Derivation), False
-    except KeyError:
+    except RecordNotFoundError:
         pass
 
     async def ask(role: str) -> list[str] | str:
