@@ -1,22 +1,51 @@
-"""What the rest of Fleet needs from the application layer, as Protocols.
+"""The application layer's ports, in one file: every Protocol the layers above are written
+against, and that the adapters (here, in ``projectors``, in ``fleet``) implement.
 
-A dispatcher decides; it does not know how events are stored. It changes an aggregate only
-through ``DeliberationStore.update`` / ``update_in_order`` (load, apply a command, save; retried
-on a concurrent write) and learns about new work only from the event stream (``EventFeed``).
-``application.stores`` and ``application.feed`` implement these on the eventsourcing
-application; the unit tests' fakes implement them in memory.
+The write side. A dispatcher decides; it does not know how events are stored. It changes an
+aggregate only through ``DeliberationStore.update`` / ``update_in_order`` (load, apply a command,
+save; retried on a concurrent write) and learns about new work only from the event stream
+(``EventFeed``). ``application.stores`` and ``application.feed`` implement these on the
+eventsourcing application; the unit tests' fakes implement them in memory. The store is one
+object with several faces; each caller names the narrowest face it needs (``PlanStore``,
+``StoryStore``, ``ContextStore``, ...), and ``NodeStore`` is all of them.
+
+The read side. ``StatusBoard`` (the cache's view, implemented in ``projectors.cache``),
+``HistoryGraph`` and ``GraphReader`` (Cypher over the history graph, in ``projectors.graph`` and
+``fleet.projection_service``) and ``CouncilDirectory`` (the councils as they stand, in
+``application.council_store``).
+
+The dispatchers' own ports (how dispatcher processes share work, where an agent's context comes
+from) are theirs: ``dispatchers.ports``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from aggregates import Deliberation, Plan
+from aggregates.story import Story
+from application.councils import CouncilChange, CouncilView
+from application.views import DeliberationView
 
-__all__ = ["DeliberationStore", "EventFeed", "FeedItem", "PlanStore", "RecordStore"]
+__all__ = [
+    "ContextStore",
+    "CouncilDirectory",
+    "DeliberationStore",
+    "DerivationStore",
+    "EventFeed",
+    "FeedItem",
+    "GraphReader",
+    "HistoryGraph",
+    "NodeStore",
+    "PlanDeliberationStore",
+    "PlanStore",
+    "RecordStore",
+    "StatusBoard",
+    "StoryStore",
+]
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -102,4 +131,98 @@ class RecordStore(Protocol):
 
     async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
         """Load, apply ``change``, save (retried on a concurrent writer)."""
+        ...
+
+
+class StoryStore(Protocol):
+    """Where Story aggregates live (``application.stores.ApplicationDeliberationStore``)."""
+
+    async def create_story(self, story: Story) -> tuple[Story, bool]:
+        """Save a new story; (the stored one, created?). Idempotent on the id."""
+        ...
+
+    async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
+        """Load, apply ``change``, save (retried on a concurrent writer)."""
+        ...
+
+
+class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
+    """Deliberations and plans: what plan approval reads and writes."""
+
+    async def get_plan(self, plan_id: UUID) -> Plan: ...
+
+
+class DerivationStore(PlanDeliberationStore, RecordStore, Protocol):
+    """Deliberations, plans and other records: what a derivation reads and writes."""
+
+
+class ContextStore(Protocol):
+    """The reads a task's context is gathered from (``dispatchers.context``)."""
+
+    async def get(self, deliberation_id: UUID) -> Deliberation: ...
+
+    async def get_plan(self, plan_id: UUID) -> Plan: ...
+
+    async def get_record(self, aggregate_id: UUID, kind: type[Story]) -> Story: ...
+
+
+class NodeStore(PlanDeliberationStore, StoryStore, RecordStore, Protocol):
+    """Every write a node's API and dispatchers make: deliberations, plans, stories and the
+    other records (derivations)."""
+
+
+# ------------------------------------------------------------------ the read side
+
+
+class StatusBoard(Protocol):
+    """The cache's view of each deliberation (``projectors.cache``); None: no entry."""
+
+    def get(self, deliberation_id: UUID) -> DeliberationView | None: ...
+
+
+class HistoryGraph(Protocol):
+    """Read-only Cypher on the graph this process holds (``projectors.graph``'s adapters)."""
+
+    def query(
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = ...,
+        *,
+        timeout_s: float | None = ...,
+    ) -> list[dict[str, Any]]: ...
+
+
+class GraphReader(Protocol):
+    """Read-only Cypher as the API runs it: on the graph this process holds
+    (``LocalGraphReader``), or on the one a projectors node holds
+    (``fleet.projection_service.RemoteGraph``: the embedded graph is one process's alone).
+
+    Raises what ``DecisionGraph.query`` raises, and ``ServiceUnavailableError`` when the graph
+    cannot be reached.
+    """
+
+    async def query(
+        self,
+        cypher: str,
+        params: Mapping[str, Any] | None = None,
+        limit: int = ...,
+        *,
+        timeout_s: float | None = ...,
+    ) -> list[dict[str, Any]]: ...
+
+
+class CouncilDirectory(Protocol):
+    """The current councils, from the events (never from start-up configuration alone)."""
+
+    async def list_councils(self) -> list[CouncilView]:
+        """Every council that exists now, one per role, ordered by role."""
+        ...
+
+    async def council(self, role: str) -> CouncilView | None:
+        """The role's council, or None when it has none."""
+        ...
+
+    async def history(self, role: str) -> list[CouncilChange]:
+        """Every change of the role's council, oldest first (empty when it never had one)."""
         ...

@@ -27,19 +27,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation, DeliberationStatus, Plan, deliberation_id, plan_id_of
 from aggregates.story import Story, story_id_of
 from application.errors import NotFoundError
+from application.ports import ContextStore
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_TOKEN_BUDGET",
     "ContextFacts",
     "ContextScope",
-    "ContextSource",
     "Decision",
     "StoreContextSource",
     "TaskContext",
@@ -211,14 +211,6 @@ def render_context(facts: ContextFacts, scope: ContextScope) -> TaskContext:
     )
 
 
-class ContextStore(Protocol):
-    async def get(self, deliberation_id: UUID) -> Deliberation: ...
-
-    async def get_plan(self, plan_id: UUID) -> Plan: ...
-
-    async def get_record(self, aggregate_id: UUID, kind: type[Story]) -> Story: ...
-
-
 def decision_of(d: Deliberation) -> Decision:
     """What a deliberation decided: the winner, why, and the winning proposal."""
     winner = d.winner or ""
@@ -304,12 +296,6 @@ async def gather_facts(
         decisions=tuple(decisions),
         events=tuple(events),
     )
-
-
-class ContextSource(Protocol):
-    async def for_deliberation(self, d: Deliberation) -> str:
-        """The context text for ``d``'s agents ("" for none)."""
-        ...
 
 
 class StoreContextSource:

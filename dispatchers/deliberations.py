@@ -60,12 +60,10 @@ from aggregates import (
     DeliberationClosedError,
     DeliberationStatus,
 )
-from application.councils import CouncilDirectory
 from application.errors import NotFoundError
-from application.ports import DeliberationStore, EventFeed
-from dispatchers.context import ContextSource
+from application.ports import CouncilDirectory, DeliberationStore, EventFeed
 from dispatchers.councils import seat
-from dispatchers.ports import Claim, WorkQueue
+from dispatchers.ports import Claim, ContextSource, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
     DispatcherOptions,

@@ -33,13 +33,8 @@ from application.app import FleetApplication
 from application.council_store import CouncilEventStore
 from application.feed import ApplicationEventFeed
 from application.listing import DeliberationListing
-from application.queries import (
-    DeliberationQueries,
-    GraphReader,
-    LocalGraphReader,
-    StatusBoard,
-    recorder_latest_version,
-)
+from application.ports import GraphReader, StatusBoard
+from application.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version
 from application.stats import StatsFollower
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub

@@ -18,17 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_runtime.api import AgentRuntime
-from application.councils import CouncilDirectory
-from application.ports import EventFeed
+from application.ports import CouncilDirectory, DerivationStore, EventFeed, StoryStore
 from dispatchers.context import StoreContextSource
 from dispatchers.councils import Councils, parse_councils
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from dispatchers.derivation import DerivationStore
 from dispatchers.jetstream.plan_approvals import PlanApprovalConsumer
 from dispatchers.jetstream.story_transitions import StoryTransitionConsumer
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from dispatchers.plans import PlanDispatcher, PlanOptions
-from dispatchers.story_phases import StoryStore
 from fleet.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)

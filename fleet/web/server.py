@@ -23,9 +23,9 @@ from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, deliberation_id
-from application.councils import CouncilDirectory
 from application.errors import NotFoundError
 from application.listing import MAX_PAGE_SIZE, ListFilter
+from application.ports import CouncilDirectory
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
