@@ -9,6 +9,12 @@ eventsourcing application; the unit tests' fakes implement them in memory. The s
 object with several faces; each caller names the narrowest face it needs (``PlanStore``,
 ``StoryStore``, ``ContextStore``, ...), and ``NodeStore`` is all of them.
 
+The event store's async face. ``AsyncRecorder`` is what the group commit
+(``application.group_commit``) writes through and the event feed (``application.feed``)
+follows: the JetStream recorder implements it on the caller's loop, and
+``application.async_recorder.ThreadedRecorder`` adapts the library's blocking recorders (the
+in-memory one of the unit tests) with worker threads, so both take the same path.
+
 The read side. ``StatusBoard`` (the cache's view, implemented in ``projectors.cache``),
 ``HistoryGraph`` and ``GraphReader`` (Cypher over the history graph, in ``projectors.graph`` and
 ``fleet.projection_service``) and ``CouncilDirectory`` (the councils as they stand, in
@@ -20,10 +26,12 @@ from) are theirs: ``dispatchers.ports``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from uuid import UUID
+
+from eventsourcing.persistence import Notification, StoredEvent
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
@@ -31,6 +39,7 @@ from application.councils import CouncilChange, CouncilView
 from application.views import DeliberationView
 
 __all__ = [
+    "AsyncRecorder",
     "ContextStore",
     "CouncilDirectory",
     "DeliberationStore",
@@ -131,6 +140,29 @@ class RecordStore(Protocol):
 
     async def update_record(self, aggregate_id: UUID, kind: type[A], change: Callable[[A], T]) -> T:
         """Load, apply ``change``, save (retried on a concurrent writer)."""
+        ...
+
+
+@runtime_checkable
+class AsyncRecorder(Protocol):
+    """The event store, from a coroutine: independent saves in one crossing, and a live
+    subscription. Runtime-checkable so that ``application.async_recorder.async_recorder`` can
+    tell a recorder that has this face from one that needs the threaded adapter."""
+
+    async def insert_events_each_async(
+        self, batches: Sequence[Sequence[StoredEvent]]
+    ) -> Sequence[Sequence[int] | Exception]:
+        """Save several independent batches, each atomic on its own; batches of one aggregate
+        land in order (a later one is not written when an earlier one failed). For each
+        batch: its notification ids, or the error ``insert_events`` would have raised
+        (``IntegrityError`` on a conflict)."""
+        ...
+
+    def subscribe_async(
+        self, gt: int | None = None, topics: Sequence[str] = ()
+    ) -> AsyncGenerator[Notification, None]:
+        """The notifications after ``gt`` (of ``topics`` only, when given), then each new one
+        as it lands, until the generator is closed."""
         ...
 
 
