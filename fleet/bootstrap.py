@@ -58,7 +58,7 @@ from fleet.projection_service import (
     RemoteProjections,
     subject,
 )
-from fleet.run_dispatcher import load_councils, plan_options, start_dispatch
+from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from natsio import servers
 from projectors.control import Projections
@@ -549,7 +549,7 @@ class FleetNode:
             endpoints=self.endpoints,
             plan_options=plan_options(s),
             startup_councils=tuple(
-                startup_councils(load_councils(s.councils), model=self.endpoints.model or "")
+                startup_councils(s.councils, model=self.endpoints.model or "")
             ),
             stats=stats,
             started_at=self.started_at,

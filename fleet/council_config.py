@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from application.council_store import DesiredCouncil, seed_councils
 from fleet.config import Settings
-from fleet.run_dispatcher import load_councils
 
 
 def configured_councils(settings: Settings) -> dict[str, DesiredCouncil]:
@@ -18,12 +17,10 @@ def configured_councils(settings: Settings) -> dict[str, DesiredCouncil]:
     ``agent-<role>-001..``, with the agent's model) of the roles it names; the others keep the
     seed's three agents, unless ``AUTO_INIT_COUNCILS`` is off: then only the roles
     ``FLEET_COUNCILS`` names (none without it), and the rest get councils through the API.
-
-    Raises:
-        ConfigError / CouncilConfigError: ``FLEET_COUNCILS`` is malformed (names the field).
+    ``Settings`` parsed ``FLEET_COUNCILS`` already (a malformed one never gets this far).
     """
-    councils = load_councils(settings.councils)
-    models = {role: [spec.model for spec in specs] for role, specs in councils.by_role.items()}
+    by_role = settings.councils.by_role
+    models = {role: [spec.model for spec in specs] for role, specs in by_role.items()}
     wanted = seed_councils(models)
     if not settings.auto_init_councils:
         wanted = {role: c for role, c in wanted.items() if role in models}
