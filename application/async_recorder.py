@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from eventsourcing.persistence import (
     ApplicationRecorder,
@@ -52,7 +53,7 @@ class ThreadedRecorder:
     ) -> list[Sequence[int] | Exception]:
         """One ``insert_events`` per batch, in order; after a failure, the same aggregate's
         later batches are not written (as the JetStream recorder does)."""
-        failed: dict[Any, Exception] = {}
+        failed: dict[UUID | str | None, Exception] = {}
         out: list[Sequence[int] | Exception] = []
         for batch in batches:
             key = batch[0].originator_id if batch else None

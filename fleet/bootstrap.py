@@ -548,9 +548,7 @@ class FleetNode:
             projections=self.control,
             endpoints=self.endpoints,
             plan_options=plan_options(s),
-            startup_councils=tuple(
-                startup_councils(s.councils, model=self.endpoints.model or "")
-            ),
+            startup_councils=tuple(startup_councils(s.councils, model=self.endpoints.model or "")),
             stats=stats,
             started_at=self.started_at,
             records=self._observed_store(),

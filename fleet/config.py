@@ -11,16 +11,13 @@ Only ``fleet/bootstrap.py`` and the CLI read settings; nothing reads the environ
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dispatchers.councils import CouncilConfigError, Councils, parse_councils
+from dispatchers.councils import Councils
 from dispatchers.planning_start import PlanningStart
 
 DEFAULT_GRPC_PORT = 50055  # the seed's port
@@ -49,28 +46,11 @@ def _planning_start(text: str | None) -> PlanningStart:
         raise ConfigError(str(e)) from None
 
 
-def parse_councils_setting(raw: str | None) -> Councils:
-    """``FLEET_COUNCILS``: inline JSON, or a path to a JSON or YAML file. Every fault is one
-    ``ConfigError`` line naming the variable (and the council field, when it is one)."""
-    if not raw:
-        return Councils()
-    text, yaml_file = raw, False
-    try:
-        if not raw.lstrip().startswith("{"):
-            text, yaml_file = Path(raw).read_text(), Path(raw).suffix in (".yaml", ".yml")
-        data = (yaml.safe_load(text) or {}) if yaml_file else json.loads(text)
-        if not isinstance(data, dict):
-            raise ConfigError("FLEET_COUNCILS must be an object of role → council")
-        return parse_councils(data)
-    except OSError as e:
-        raise ConfigError(f"FLEET_COUNCILS={raw!r}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"FLEET_COUNCILS is not JSON: {e}") from None
-    except CouncilConfigError as e:
-        raise ConfigError(f"FLEET_COUNCILS: {e}") from None
-    except yaml.YAMLError as e:
-        one_line = " ".join(str(e).split())  # YAML's message spans lines
-        raise ConfigError(f"FLEET_COUNCILS={raw!r} is not YAML: {one_line}") from None
+def _councils(raw: str | None) -> Councils:
+    # Imported here: fleet.council_config imports this module (ConfigError, Settings).
+    from fleet.council_config import parse_councils_setting
+
+    return parse_councils_setting(raw)
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
@@ -318,7 +298,7 @@ class Settings:
                 _first(e, "FLEET_AGENT_RUNTIME") or _seed_agent_type(_first(e, "AGENT_TYPE"))
             ).lower(),
             auto_init_councils=not _off(_first(e, "AUTO_INIT_COUNCILS")),
-            councils=parse_councils_setting(_first(e, "FLEET_COUNCILS")),
+            councils=_councils(_first(e, "FLEET_COUNCILS")),
             peer_review=(_first(e, "FLEET_PEER_REVIEW") or "on").lower()
             not in ("off", "0", "false"),
             structured_output=_first(e, "FLEET_STRUCTURED_OUTPUT"),
@@ -346,7 +326,7 @@ class Settings:
     def __post_init__(self) -> None:
         raw: object = self.councils
         if isinstance(raw, str):  # FLEET_COUNCILS's text, given directly
-            object.__setattr__(self, "councils", parse_councils_setting(raw))
+            object.__setattr__(self, "councils", _councils(raw))
 
     def validate(self) -> None:
         if not 0 < self.grpc_port < 65536:

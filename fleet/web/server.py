@@ -59,7 +59,7 @@ ORDER BY created_at DESC
 
 @web.middleware
 async def not_found_is_404(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """The one place the console turns "there is no such thing" into a 404. Any other error,
+    """The one place the console turns "there is no such thing" into a 404. Every other error,
     a ``KeyError`` among them, is a bug and answers 500."""
     try:
         return await handler(request)
