@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from aggregates.errors import InvalidDeliberationError
 from aggregates.story import Phase, Story, story_id_of
@@ -31,8 +31,6 @@ __all__ = [
     "parse_story_transition",
     "record_phase_change",
 ]
-
-T = TypeVar("T")
 
 MAX_BODY_BYTES = 64 * 1024
 
