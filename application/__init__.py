@@ -5,12 +5,13 @@ reads that replay them.
 * ``stores``: the deliberation and plan stores, with the unit of work and its group commit
   (``group_commit``);
 * ``feed``: the notification log as async iterators (history, then live);
-* ``ports``: the Protocols the dispatchers and the API are written against;
+* ``ports``: every Protocol the layers above are written against (the store's faces, the feed,
+  the read side's board and graph, the council directory), in one file;
 * the read side: ``queries`` (status and results from the cache's view model, ``views``, or a
   replay; history; Cypher through the graph's read port), ``listing``, and what needs nothing
   but the events: ``timeline`` (a deliberation's history as rows), ``replay`` (a fold to any
-  version), ``watch`` (one feed subscription fanned out to every watcher); ``errors``, what a
-  read can refuse.
+  version), ``watch`` (one feed subscription fanned out to every watcher);
+* ``errors``: the one not-found root (``NotFoundError``) and what a read can refuse.
 
 The projectors implement the read side's ports (the cache's board, the history graph) and import
 its view model; nothing here imports them.

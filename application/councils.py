@@ -2,16 +2,15 @@
 
 Councils are event-sourced (``aggregates.council``): this module holds only the read model that
 every reader shares, so a status RPC or the web console never depends on how a council is stored.
-``application.council_store`` implements ``CouncilDirectory`` on the event store.
+``application.council_store`` implements ``application.ports.CouncilDirectory`` on the event store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-__all__ = ["CouncilAgentView", "CouncilChange", "CouncilDirectory", "CouncilView"]
+__all__ = ["CouncilAgentView", "CouncilChange", "CouncilView"]
 
 
 @dataclass(frozen=True)
@@ -56,19 +55,3 @@ class CouncilChange:
     at: str
     """When it was recorded (ISO 8601)."""
     agent_id: str = ""
-
-
-class CouncilDirectory(Protocol):
-    """The current councils, from the events (never from start-up configuration alone)."""
-
-    async def list_councils(self) -> list[CouncilView]:
-        """Every council that exists now, one per role, ordered by role."""
-        ...
-
-    async def council(self, role: str) -> CouncilView | None:
-        """The role's council, or None when it has none."""
-        ...
-
-    async def history(self, role: str) -> list[CouncilChange]:
-        """Every change of the role's council, oldest first (empty when it never had one)."""
-        ...

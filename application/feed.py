@@ -4,13 +4,12 @@ watch hub and the API follow (history, then live)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections.abc import AsyncIterator, Sequence
 
 from eventsourcing.utils import get_topic
 
 from application.app import FleetApplication
+from application.async_recorder import async_recorder
 from application.ports import FeedItem
 
 __all__ = ["ApplicationEventFeed"]
@@ -27,6 +26,7 @@ class ApplicationEventFeed:
     def __init__(self, app: FleetApplication, *, page_size: int = 500) -> None:
         self._app = app
         self._page = page_size
+        self._recorder = async_recorder(app.recorder)
 
     async def history(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
         recorder = self._app.recorder
@@ -44,43 +44,12 @@ class ApplicationEventFeed:
             position = page[-1].id
 
     async def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
+        # On this loop's own connection (JetStream): each event reaches us with no thread
+        # hand-off; a blocking recorder is read in a thread (``ThreadedRecorder``).
         topics = [get_topic(t) for t in types]
-        subscribe_async = getattr(self._app.recorder, "subscribe_async", None)
-        if subscribe_async is not None:
-            # On this loop's own connection: each event reaches us with no thread hand-off.
-            notifications = subscribe_async(gt=after, topics=topics)
-            try:
-                async for n in notifications:
-                    yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
-            finally:
-                await notifications.aclose()
-            return
-        async for item in self._follow_in_thread(after, topics):
-            yield item
-
-    async def _follow_in_thread(self, after: int, topics: list[str]) -> AsyncIterator[FeedItem]:
-        """The library's blocking subscription, read in a thread (recorders without an async
-        one: the in-memory recorder of the unit tests)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[FeedItem | BaseException] = asyncio.Queue()
-        subscription = self._app.recorder.subscribe(gt=after, topics=topics)
-
-        def pump() -> None:
-            try:
-                for n in subscription:
-                    item = FeedItem(n.id, self._app.mapper.to_domain_event(n))
-                    loop.call_soon_threadsafe(queue.put_nowait, item)
-            except BaseException as e:  # handed to the async side, which raises it
-                with contextlib.suppress(RuntimeError):  # loop already closed
-                    loop.call_soon_threadsafe(queue.put_nowait, e)
-
-        thread = threading.Thread(target=pump, name="fleet-feed", daemon=True)
-        thread.start()
+        notifications = self._recorder.subscribe_async(gt=after, topics=topics)
         try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+            async for n in notifications:
+                yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
         finally:
-            subscription.stop()
+            await notifications.aclose()

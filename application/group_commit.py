@@ -23,8 +23,10 @@ Per caller the semantics are those of one update: a change that raises affects o
 (if it recorded events before raising, the aggregate is reloaded and the others re-applied, since
 its state is no longer the stored one); each caller gets its own result or exception, and only
 once its events are stored; snapshots are taken after that, so ``drain`` waits for them before
-the application closes. Applications whose recorder lacks ``insert_events_each_async`` (the
-in-memory one in unit tests) save the same units one by one in a worker thread.
+the application closes. The units go through the event store's async face
+(``application.ports.AsyncRecorder``): the JetStream recorder's own, or, for a blocking recorder
+(the in-memory one in unit tests), ``ThreadedRecorder``, which saves them one by one in a worker
+thread.
 """
 
 from __future__ import annotations
@@ -39,9 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.persistence import IntegrityError, OperationalError, StoredEvent
+from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from application.app import FleetApplication
+from application.async_recorder import async_recorder
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -136,7 +139,7 @@ class GroupWriter:
         self._max_group = max_group
         self._queue: deque[Change] = deque()
         self._writer: asyncio.Task[None] | None = None
-        self._insert_each = getattr(app.recorder, "insert_events_each_async", None)
+        self._recorder = async_recorder(app.recorder)
         self.groups_committed = 0
         """Groups taken by the writer (each one crossing to the store, plus retries)."""
         self.conflicts_retried = 0
@@ -185,32 +188,9 @@ class GroupWriter:
 
     async def save_units(
         self, units: Sequence[Sequence[StoredEvent]]
-    ) -> list[Sequence[int] | Exception]:
+    ) -> Sequence[Sequence[int] | Exception]:
         """Save independent units (each atomic; same-aggregate ones in order) in one go."""
-        if self._insert_each is not None:
-            results: list[Sequence[int] | Exception] = await self._insert_each(units)
-            return results
-        return await asyncio.to_thread(self._save_units_one_by_one, units)
-
-    def _save_units_one_by_one(
-        self, units: Sequence[Sequence[StoredEvent]]
-    ) -> list[Sequence[int] | Exception]:
-        failed: dict[Any, Exception] = {}
-        out: list[Sequence[int] | Exception] = []
-        for unit in units:
-            key = unit[0].originator_id if unit else None
-            if key in failed:
-                earlier = failed[key]
-                kind = IntegrityError if isinstance(earlier, IntegrityError) else OperationalError
-                out.append(kind(f"not written: an earlier save of {key} failed ({earlier})"))
-                continue
-            try:
-                ids = self._app.recorder.insert_events(list(unit)) if unit else []
-                out.append(list(ids or []))
-            except Exception as e:
-                failed[key] = e
-                out.append(e)
-        return out
+        return await self._recorder.insert_events_each_async(units)
 
     # ------------------------------------------------------------------ the writer
 

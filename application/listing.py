@@ -22,7 +22,7 @@ from typing import Any
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, Role
 from application.errors import ServiceUnavailableError
-from application.queries import GraphReader
+from application.ports import GraphReader
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500

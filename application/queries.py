@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import AggregateRecorder
@@ -31,6 +31,7 @@ from application.errors import (
     ReadOnlyQueryError,
     ServiceUnavailableError,
 )
+from application.ports import GraphReader, HistoryGraph, StatusBoard
 from application.stores import ApplicationDeliberationStore
 from application.timeline import History, fold_history
 from application.views import DeliberationView, view_from_aggregate
@@ -53,40 +54,6 @@ def recorder_latest_version(recorder: AggregateRecorder) -> LatestVersion:
         return int(rows[0].originator_version) if rows else None
 
     return latest
-
-
-class StatusBoard(Protocol):
-    def get(self, deliberation_id: UUID) -> DeliberationView | None: ...
-
-
-class HistoryGraph(Protocol):
-    def query(
-        self,
-        cypher: str,
-        params: Mapping[str, Any] | None = None,
-        limit: int = ...,
-        *,
-        timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
-
-
-class GraphReader(Protocol):
-    """Read-only Cypher as the API runs it: on the graph this process holds
-    (``LocalGraphReader``), or on the one a projectors node holds
-    (``fleet.projection_service.RemoteGraph``: the embedded graph is one process's alone).
-
-    Raises what ``DecisionGraph.query`` raises, and ``ServiceUnavailableError`` when the graph
-    cannot be reached.
-    """
-
-    async def query(
-        self,
-        cypher: str,
-        params: Mapping[str, Any] | None = None,
-        limit: int = ...,
-        *,
-        timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
 
 
 class LocalGraphReader:

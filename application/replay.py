@@ -13,7 +13,7 @@ from eventsourcing.application import project_aggregate
 
 from aggregates import Council, CouncilStateError, Role, council_id, deliberation_id
 from application.app import FleetApplication
-from application.stores import DeliberationNotFoundError
+from application.errors import DeliberationNotFoundError
 from application.timeline import History, fold_history
 
 

@@ -36,39 +36,18 @@ from eventsourcing.persistence import IntegrityError
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from application.app import FleetApplication
+from application.errors import (
+    DeliberationNotFoundError,
+    NotFoundError,
+    PlanNotFoundError,
+    RecordNotFoundError,
+    StoryNotFoundError,
+)
 from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
 A = TypeVar("A")
 log = logging.getLogger(__name__)
-
-
-class DeliberationNotFoundError(KeyError):
-    """No deliberation with this id (or task id) was ever requested."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "deliberation not found"
-
-
-class StoryNotFoundError(KeyError):
-    """No phase change of this story was ever recorded."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "story not found"
-
-
-class PlanNotFoundError(KeyError):
-    """No plan with this id was ever approved."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "plan not found"
-
-
-class RecordNotFoundError(KeyError):
-    """No aggregate of the kind asked for has this id (a story, a derivation, ...)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "not found"
 
 
 class ApplicationDeliberationStore:
@@ -206,7 +185,7 @@ class ApplicationDeliberationStore:
     def _get_plan(self, plan_id: UUID) -> Plan:
         return self._get_kind(plan_id, Plan, PlanNotFoundError)
 
-    def _get_kind(self, agg_id: UUID, kind: type[A], missing: type[KeyError]) -> A:
+    def _get_kind(self, agg_id: UUID, kind: type[A], missing: type[NotFoundError]) -> A:
         """The aggregate ``agg_id`` if it is a ``kind``; else ``missing`` naming the id."""
         try:
             agg: Any = self._app.repository.get(agg_id)

@@ -24,8 +24,7 @@ from uuid import UUID
 
 from agent_runtime.api import AgentRuntime, AgentRuntimeError, Candidate, ReviewInput
 from aggregates import AgentId, Deliberation, DuplicateProposalError
-from application.councils import CouncilDirectory
-from application.ports import DeliberationStore
+from application.ports import CouncilDirectory, DeliberationStore
 
 __all__ = ["ArchitectStep", "architect_timeout"]
 

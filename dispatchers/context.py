@@ -27,18 +27,19 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation, DeliberationStatus, Plan, deliberation_id, plan_id_of
 from aggregates.story import Story, story_id_of
+from application.errors import NotFoundError
+from application.ports import ContextStore
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_TOKEN_BUDGET",
     "ContextFacts",
     "ContextScope",
-    "ContextSource",
     "Decision",
     "StoreContextSource",
     "TaskContext",
@@ -210,14 +211,6 @@ def render_context(facts: ContextFacts, scope: ContextScope) -> TaskContext:
     )
 
 
-class ContextStore(Protocol):
-    async def get(self, deliberation_id: UUID) -> Deliberation: ...
-
-    async def get_plan(self, plan_id: UUID) -> Plan: ...
-
-    async def get_record(self, aggregate_id: UUID, kind: type[Story]) -> Story: ...
-
-
 def decision_of(d: Deliberation) -> Decision:
     """What a deliberation decided: the winner, why, and the winning proposal."""
     winner = d.winner or ""
@@ -260,21 +253,21 @@ async def gather_facts(
     if task_id:
         try:
             task = await store.get(deliberation_id(task_id))
-        except KeyError:
+        except NotFoundError:
             task = None
     story_id = story_id or (task.story_id if task else "")
     plan: Plan | None = None
     if task is not None and task.plan_id:
         try:
             plan = await store.get_plan(plan_id_of(task.plan_id))
-        except KeyError:
+        except NotFoundError:
             plan = None
     phases: tuple[tuple[str, str, datetime], ...] = ()
     if story_id:
         try:
             story = await store.get_record(story_id_of(story_id), Story)
             phases = tuple((f.value, t.value, at) for f, t, at in story.transitions)
-        except KeyError:
+        except NotFoundError:
             phases = ()
     others = [t for t in dict.fromkeys([*related, *(plan.task_ids() if plan else [])])]
     decisions: list[Decision] = []
@@ -284,7 +277,7 @@ async def gather_facts(
             continue
         try:
             d = await store.get(deliberation_id(other))
-        except KeyError:
+        except NotFoundError:
             continue
         decisions.append(decision_of(d))
         events += _events(d)
@@ -303,12 +296,6 @@ async def gather_facts(
         decisions=tuple(decisions),
         events=tuple(events),
     )
-
-
-class ContextSource(Protocol):
-    async def for_deliberation(self, d: Deliberation) -> str:
-        """The context text for ``d``'s agents ("" for none)."""
-        ...
 
 
 class StoreContextSource:

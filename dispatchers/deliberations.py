@@ -60,11 +60,10 @@ from aggregates import (
     DeliberationClosedError,
     DeliberationStatus,
 )
-from application.councils import CouncilDirectory
-from application.ports import DeliberationStore, EventFeed
-from dispatchers.context import ContextSource
+from application.errors import NotFoundError
+from application.ports import CouncilDirectory, DeliberationStore, EventFeed
 from dispatchers.councils import seat
-from dispatchers.ports import Claim, WorkQueue
+from dispatchers.ports import Claim, ContextSource, WorkQueue
 from dispatchers.protocol import (
     DeliberationProtocol,
     DispatcherOptions,
@@ -258,7 +257,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         while True:
             try:
                 return await self._store.last_known(d_id)
-            except KeyError:
+            except NotFoundError:
                 if loop.time() + delay > give_up:
                     raise
             await asyncio.sleep(delay)

@@ -28,7 +28,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
 
 from agent_runtime.api import AgentRuntime, AgentRuntimeError, AgentTurn, Sampling
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
@@ -39,14 +38,13 @@ from aggregates.derivation import (
     derivation_id,
 )
 from application.councils import CouncilAgentView
-from application.ports import RecordStore
-from dispatchers.plans import PlanDeliberationStore
+from application.errors import RecordNotFoundError
+from application.ports import DerivationStore
 
 __all__ = [
     "DEFAULT_TASKS_PER_ROLE",
     "DerivationOptions",
     "DerivationRequest",
-    "DerivationStore",
     "DerivationUnavailableError",
     "derive_subtasks",
     "order_roles",
@@ -64,10 +62,6 @@ _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$")
 class DerivationUnavailableError(Exception):
     """No derivation: some role's council could not answer (unreachable, failing, or no task
     list in its answer). Nothing was recorded; asking again later derives anew."""
-
-
-class DerivationStore(PlanDeliberationStore, RecordStore, Protocol):
-    """Deliberations, plans and other records: what a derivation reads and writes."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +170,7 @@ async def derive_subtasks(
     d_id = derivation_id(plan.plan_id, roles, limit, request.parallel)
     try:
         return await store.get_record(d_id, Derivation), False
-    except KeyError:
+    except RecordNotFoundError:
         pass
 
     async def ask(role: str) -> list[str] | str:

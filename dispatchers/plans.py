@@ -24,12 +24,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
-from application.councils import CouncilDirectory, CouncilView
-from application.ports import DeliberationStore, EventFeed, PlanStore
+from application.councils import CouncilView
+from application.ports import CouncilDirectory, EventFeed, PlanDeliberationStore, PlanStore
 from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
@@ -170,10 +170,6 @@ class PlanOptions:
     rounds: int = 0
     """0: each role's council's ``deliberation_rounds`` (1 without a council directory)."""
     timeout_seconds: int = 300
-
-
-class PlanDeliberationStore(DeliberationStore, PlanStore, Protocol):
-    async def get_plan(self, plan_id: UUID) -> Plan: ...
 
 
 async def request_deliberations(

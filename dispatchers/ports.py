@@ -1,8 +1,11 @@
 """The dispatchers' own ports: how several dispatcher processes share the work (``WorkQueue``,
-``Claim``). The JetStream adapter is ``dispatchers.jetstream.work_queue``.
+``Claim``; the JetStream adapter is ``dispatchers.jetstream.work_queue``) and where a
+deliberation's agents get their context from (``ContextSource``; ``dispatchers.context``
+implements it on the store).
 
-The store and the event feed a dispatcher works through are the application layer's ports
-(``application.ports``).
+They are here and not in ``application.ports`` because only dispatchers use them: they describe
+how dispatch is organised, not what the application layer offers. The store and the event feed a
+dispatcher works through are the application layer's ports (``application.ports``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol, TypeVar
 from uuid import UUID
+
+from aggregates import Deliberation
 
 T = TypeVar("T")
 
@@ -46,3 +51,11 @@ class WorkQueue(Protocol):
     async def offer(self, deliberation_id: UUID) -> None: ...
 
     def claims(self) -> AsyncIterator[Claim]: ...
+
+
+class ContextSource(Protocol):
+    """The context text a deliberation's agents are given with their task."""
+
+    async def for_deliberation(self, d: Deliberation) -> str:
+        """The context text for ``d``'s agents ("" for none)."""
+        ...

@@ -42,8 +42,8 @@ from aggregates import (
 )
 from application.ports import DeliberationStore
 from dispatchers.architect import SELECT, ArchitectStep, architect_timeout
-from dispatchers.context import ContextSource
 from dispatchers.councils import Councils, Seating
+from dispatchers.ports import ContextSource
 
 ACCEPTANCE_TESTS_KEY = "acceptance_tests"
 """The key of ``TaskConstraints.metadata`` that carries a task's acceptance tests (the seed's

@@ -16,43 +16,27 @@ Pure policy (the NATS consumer is ``dispatchers.jetstream.story_transitions``; t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
-from uuid import UUID
+from typing import Any
 
 from aggregates.errors import InvalidDeliberationError
 from aggregates.story import Phase, Story, story_id_of
+from application.ports import StoryStore
 from dispatchers.plans import read_timestamp
 
 __all__ = [
     "BadStoryTransition",
-    "StoryStore",
     "StoryTransition",
     "parse_story_transition",
     "record_phase_change",
 ]
-
-T = TypeVar("T")
 
 MAX_BODY_BYTES = 64 * 1024
 
 
 class BadStoryTransition(ValueError):
     """A story transition that can never be processed; the message names the field."""
-
-
-class StoryStore(Protocol):
-    """Where Story aggregates live (``application.stores.ApplicationDeliberationStore``)."""
-
-    async def create_story(self, story: Story) -> tuple[Story, bool]:
-        """Save a new story; (the stored one, created?). Idempotent on the id."""
-        ...
-
-    async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
-        """Load, apply ``change``, save (retried on a concurrent writer)."""
-        ...
 
 
 @dataclass(frozen=True)

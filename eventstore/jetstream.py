@@ -41,7 +41,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
@@ -463,7 +463,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
 
     async def subscribe_async(
         self, gt: int | None = None, topics: Sequence[str] = ()
-    ) -> AsyncIterator[Notification]:
+    ) -> AsyncGenerator[Notification, None]:
         """``subscribe`` for a coroutine: the notifications after ``gt``, then each new one as
         it lands, until the iterator is closed (an extension of the library's API, used by
         ``application.feed``).

@@ -33,13 +33,8 @@ from application.app import FleetApplication
 from application.council_store import CouncilEventStore
 from application.feed import ApplicationEventFeed
 from application.listing import DeliberationListing
-from application.queries import (
-    DeliberationQueries,
-    GraphReader,
-    LocalGraphReader,
-    StatusBoard,
-    recorder_latest_version,
-)
+from application.ports import GraphReader, StatusBoard
+from application.queries import DeliberationQueries, LocalGraphReader, recorder_latest_version
 from application.stats import StatsFollower
 from application.stores import ApplicationDeliberationStore
 from application.watch import WatchHub
@@ -63,7 +58,7 @@ from fleet.projection_service import (
     RemoteProjections,
     subject,
 )
-from fleet.run_dispatcher import load_councils, plan_options, start_dispatch
+from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
 from natsio import servers
 from projectors.control import Projections
@@ -553,9 +548,7 @@ class FleetNode:
             projections=self.control,
             endpoints=self.endpoints,
             plan_options=plan_options(s),
-            startup_councils=tuple(
-                startup_councils(load_councils(s.councils), model=self.endpoints.model or "")
-            ),
+            startup_councils=tuple(startup_councils(s.councils, model=self.endpoints.model or "")),
             stats=stats,
             started_at=self.started_at,
             records=self._observed_store(),

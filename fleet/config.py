@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dispatchers.councils import Councils
 from dispatchers.planning_start import PlanningStart
 
 DEFAULT_GRPC_PORT = 50055  # the seed's port
@@ -43,6 +44,13 @@ def _planning_start(text: str | None) -> PlanningStart:
         return PlanningStart.parse(text)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+def _councils(raw: str | None) -> Councils:
+    # Imported here: fleet.council_config imports this module (ConfigError, Settings).
+    from fleet.council_config import parse_councils_setting
+
+    return parse_councils_setting(raw)
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
@@ -178,8 +186,9 @@ class Settings:
     agent_runtime: str = "ray"
     """``ray`` (warm actor pools) or ``local`` (the same council members in this process, no
     Ray: for tests, benchmarks and small installs)."""
-    councils: str | None = None
-    """``FLEET_COUNCILS``: a JSON/YAML file, or inline JSON, configuring each role's council."""
+    councils: Councils = field(default_factory=Councils)
+    """``FLEET_COUNCILS`` (a JSON/YAML file, or inline JSON), parsed: each role's council. Given
+    as text (``Settings(councils="{...}")``), it is parsed the same way on construction."""
     peer_review: bool = True
     """Agents rate each other's final proposals and the ratings weigh in the score."""
     structured_output: str | None = None
@@ -289,7 +298,7 @@ class Settings:
                 _first(e, "FLEET_AGENT_RUNTIME") or _seed_agent_type(_first(e, "AGENT_TYPE"))
             ).lower(),
             auto_init_councils=not _off(_first(e, "AUTO_INIT_COUNCILS")),
-            councils=_first(e, "FLEET_COUNCILS"),
+            councils=_councils(_first(e, "FLEET_COUNCILS")),
             peer_review=(_first(e, "FLEET_PEER_REVIEW") or "on").lower()
             not in ("off", "0", "false"),
             structured_output=_first(e, "FLEET_STRUCTURED_OUTPUT"),
@@ -313,6 +322,11 @@ class Settings:
         s = replace(s, **{k: v for k, v in overrides.items() if v is not None})
         s.validate()
         return s
+
+    def __post_init__(self) -> None:
+        raw: object = self.councils
+        if isinstance(raw, str):  # FLEET_COUNCILS's text, given directly
+            object.__setattr__(self, "councils", _councils(raw))
 
     def validate(self) -> None:
         if not 0 < self.grpc_port < 65536:

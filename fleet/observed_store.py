@@ -19,25 +19,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
-from application.ports import RecordStore
-from dispatchers.plans import PlanDeliberationStore
-from dispatchers.story_phases import StoryStore
+from application.ports import NodeStore, RecordStore
 from fleet import logs
 from fleet.metrics import FleetMetrics
 from fleet.telemetry import TraceContexts, span, tracing_on
 
 T = TypeVar("T")
 A = TypeVar("A")
-
-
-class NodeStore(PlanDeliberationStore, StoryStore, RecordStore, Protocol):
-    """Every write a node's API and dispatchers make: deliberations, plans, stories and the
-    other records (derivations)."""
 
 
 class ObservedStore(NodeStore):

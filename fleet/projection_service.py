@@ -37,7 +37,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from application.errors import ServiceUnavailableError
-from application.queries import HistoryGraph
+from application.ports import HistoryGraph
 from projectors.control import Projections, ProjectionStatus
 from projectors.errors import (
     InvalidQueryError,

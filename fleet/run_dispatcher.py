@@ -11,25 +11,19 @@ exactly that process.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from agent_runtime.api import AgentRuntime
-from application.councils import CouncilDirectory
-from application.ports import EventFeed
+from application.ports import CouncilDirectory, DerivationStore, EventFeed, StoryStore
 from dispatchers.context import StoreContextSource
-from dispatchers.councils import Councils, parse_councils
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
-from dispatchers.derivation import DerivationStore
 from dispatchers.jetstream.plan_approvals import PlanApprovalConsumer
 from dispatchers.jetstream.story_transitions import StoryTransitionConsumer
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from dispatchers.plans import PlanDispatcher, PlanOptions
-from dispatchers.story_phases import StoryStore
-from fleet.config import ConfigError, Settings
+from fleet.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -48,30 +42,6 @@ class DispatchParts:
     work_queue: JetStreamWorkQueue | None = None
     plan_consumer: PlanApprovalConsumer | None = None
     story_consumer: StoryTransitionConsumer | None = None
-
-
-def load_councils(raw: str | None) -> Councils:
-    """``FLEET_COUNCILS``: inline JSON, or a path to a JSON or YAML file."""
-    if not raw:
-        return Councils()
-    text = raw
-    if not raw.lstrip().startswith("{"):
-        path = Path(raw)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ConfigError(f"FLEET_COUNCILS={raw!r}: {e}") from None
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            return parse_councils(yaml.safe_load(text) or {})
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"FLEET_COUNCILS is not JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("FLEET_COUNCILS must be an object of role → council")
-    return parse_councils(data)
 
 
 async def start_dispatch(
@@ -109,7 +79,7 @@ async def start_dispatch(
             model=model,
             max_tokens=s.llm_max_tokens,
             peer_review=s.peer_review,
-            councils=load_councils(s.councils),
+            councils=s.councils,
         ),
         work_queue=work_queue,
         context=StoreContextSource(store),

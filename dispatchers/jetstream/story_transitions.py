@@ -20,13 +20,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aggregates import InvalidDeliberationError
+from application.ports import StoryStore
 from dispatchers.jetstream.planning_consumer import PlanningConsumer
-from dispatchers.story_phases import (
-    BadStoryTransition,
-    StoryStore,
-    parse_story_transition,
-    record_phase_change,
-)
+from dispatchers.story_phases import BadStoryTransition, parse_story_transition, record_phase_change
 from natsio import servers
 
 __all__ = ["STORY_STREAM", "STORY_SUBJECT", "StoryTransitionConsumer"]

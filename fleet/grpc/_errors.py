@@ -20,8 +20,7 @@ from aggregates import (
     deliberation_id,
 )
 from application.admission import InFlightBoundError
-from application.errors import QueryRefusedError, ServiceUnavailableError
-from application.stores import DeliberationNotFoundError
+from application.errors import NotFoundError, QueryRefusedError, ServiceUnavailableError
 from application.watch import WatchUnavailableError
 from dispatchers.derivation import DerivationUnavailableError
 from fleet import logs
@@ -36,7 +35,7 @@ Ctx: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 _STATUS: Mapping[type[Exception], grpc.StatusCode] = {
     InvalidDeliberationError: grpc.StatusCode.INVALID_ARGUMENT,
     QueryRefusedError: grpc.StatusCode.INVALID_ARGUMENT,
-    DeliberationNotFoundError: grpc.StatusCode.NOT_FOUND,
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
     DeliberationClosedError: grpc.StatusCode.FAILED_PRECONDITION,
     CouncilStateError: grpc.StatusCode.FAILED_PRECONDITION,
     DuplicateProposalError: grpc.StatusCode.ALREADY_EXISTS,

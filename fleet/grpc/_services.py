@@ -15,16 +15,16 @@ from agent_runtime.sandbox import SandboxState
 from aggregates import CouncilStateError, Deliberation, Role
 from application.admission import InFlightBound
 from application.council_store import CouncilEventStore
-from application.councils import CouncilDirectory, CouncilView
+from application.councils import CouncilView
 from application.listing import DeliberationListing
+from application.ports import CouncilDirectory, NodeStore, PlanDeliberationStore
 from application.queries import DeliberationQueries
 from application.stats import StatsFollower
 from application.watch import WatchHub
 from dispatchers.derivation import DerivationOptions
-from dispatchers.plans import PlanDeliberationStore, PlanOptions
+from dispatchers.plans import PlanOptions
 from fleet.endpoints import Endpoints
 from fleet.health import NodeHealth
-from fleet.observed_store import NodeStore
 from fleet.projection_service import ProjectionControl
 
 

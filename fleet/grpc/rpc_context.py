@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from aggregates import InvalidDeliberationError, deliberation_id
-from application.errors import ServiceUnavailableError
+from application.errors import NotFoundError, ServiceUnavailableError
 from dispatchers.context import SECTIONS, ContextScope, gather_facts, render_context
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
@@ -72,7 +72,7 @@ class ContextRpcs:
         if not story_id and task_id:  # the task's own story
             try:
                 story_id = (await records.get(deliberation_id(task_id))).story_id
-            except KeyError:
+            except NotFoundError:
                 story_id = ""
         facts = await gather_facts(
             records,

@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 from aggregates import Deliberation, deliberation_id
-from application.errors import ServiceUnavailableError
-from application.stores import DeliberationNotFoundError
+from application.errors import DeliberationNotFoundError, ServiceUnavailableError
 from application.watch import ProgressTracker
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated, translated_stream

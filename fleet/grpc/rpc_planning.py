@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 
 from aggregates import InvalidDeliberationError, plan_id_of
 from aggregates.story import Phase, Story, story_id_of
-from application.errors import ServiceUnavailableError
-from application.stores import PlanNotFoundError
+from application.errors import NotFoundError, PlanNotFoundError, ServiceUnavailableError
+from application.ports import NodeStore
 from dispatchers.derivation import DerivationRequest, derive_subtasks
 from dispatchers.derivation import request_deliberations as request_task_deliberations
 from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
@@ -28,7 +28,6 @@ from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.grpc.rpc_plans import dispatch_note
-from fleet.observed_store import NodeStore
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 APPROVALS = ("PLAN_APPROVED", "APPROVED")
@@ -39,7 +38,7 @@ async def _last_move(records: NodeStore, story_id: str) -> tuple[Phase, Phase] |
     """The story's last recorded transition, if it has one."""
     try:
         story = await records.get_record(story_id_of(story_id.strip()), Story)
-    except KeyError:
+    except NotFoundError:
         return None
     return story.transitions[-1][:2] if story.transitions else None
 

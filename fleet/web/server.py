@@ -23,14 +23,15 @@ from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, deliberation_id
-from application.councils import CouncilDirectory
+from application.errors import NotFoundError
 from application.listing import MAX_PAGE_SIZE, ListFilter
+from application.ports import CouncilDirectory
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web import _live, _present, _search, _vocabulary
 from fleet.web._calls import WebRefused, call
-from fleet.web._security import error, security_headers, token_check
+from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,16 @@ ORDER BY created_at DESC
 """
 
 
+@web.middleware
+async def not_found_is_404(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The one place the console turns "there is no such thing" into a 404. Every other error,
+    a ``KeyError`` among them, is a bug and answers 500."""
+    try:
+        return await handler(request)
+    except NotFoundError as e:
+        return error(404, str(e))
+
+
 class WebConsole:
     """The console's HTTP server. ``councils`` is optional: without it the page says so."""
 
@@ -74,7 +85,9 @@ class WebConsole:
         self.url = ""
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[security_headers, token_check(self._token)])
+        app = web.Application(
+            middlewares=[security_headers, token_check(self._token), not_found_is_404]
+        )
         r = app.router
         r.add_get("/", self._index)
         r.add_static("/static/", STATIC, append_version=False)
@@ -168,8 +181,6 @@ class WebConsole:
             h = full if not to_version else await self.services.queries.history(task, to_version)
         except InvalidDeliberationError as e:
             return error(400, str(e))
-        except LookupError as e:
-            return error(404, str(e.args[0]) if e.args else "not found")
         return web.json_response(_present.detail(h, latest))
 
     async def _call(self, request: web.Request) -> web.Response:
@@ -180,8 +191,6 @@ class WebConsole:
             h = await self.services.queries.history(task, version)
         except InvalidDeliberationError as e:
             return error(400, str(e))
-        except LookupError as e:
-            return error(404, str(e.args[0]) if e.args else "not found")
         found = [e for e in h.entries if e.version == version]
         if not found:
             return error(404, f"{task} has no event at version {version}")
@@ -325,8 +334,6 @@ class WebConsole:
             await self.services.store.get(d_id)  # a 404 before the stream opens, not inside it
         except InvalidDeliberationError as e:
             return error(400, str(e))
-        except LookupError as e:
-            return error(404, str(e.args[0]) if e.args else "not found")
         return await _live.stream_one(request, self.services.watch, d_id)
 
     async def _rpc(self, method: Any, req: Any) -> web.Response:

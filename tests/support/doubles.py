@@ -22,8 +22,8 @@ from agent_runtime.api import (
 )
 from agent_runtime.checks import assess_candidates
 from aggregates import CheckOutcome, PeerReview
-from application.councils import CouncilAgentView, CouncilChange, CouncilDirectory, CouncilView
-from application.ports import EventFeed, FeedItem
+from application.councils import CouncilAgentView, CouncilChange, CouncilView
+from application.ports import CouncilDirectory, EventFeed, FeedItem
 
 __all__ = [
     "Behaviour",

@@ -17,7 +17,8 @@ import pytest
 
 from aggregates import AgentAnswer, AgentId, Deliberation, DuplicateProposalError
 from application.app import FleetApplication
-from application.stores import ApplicationDeliberationStore, DeliberationNotFoundError
+from application.errors import DeliberationNotFoundError
+from application.stores import ApplicationDeliberationStore
 from tests.support.deliberations import requested
 
 

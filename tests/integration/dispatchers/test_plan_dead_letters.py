@@ -25,6 +25,7 @@ from nats.js.errors import NotFoundError
 
 from aggregates import Plan, plan_id_of
 from application.app import FleetApplication
+from application.errors import PlanNotFoundError
 from application.ports import PlanStore
 from application.stores import ApplicationDeliberationStore
 from dispatchers.jetstream.plan_approvals import (
@@ -126,6 +127,6 @@ async def test_a_transient_failure_is_retried_with_backoff_then_parked_while_oth
     )
     assert headers["Fleet-Deliveries"] == str(MAX_DELIVER)
     assert headers["Fleet-Original-Subject"] == PLAN_SUBJECT
-    with pytest.raises(KeyError, match="not found"):
+    with pytest.raises(PlanNotFoundError, match="not found"):
         await store.get_plan(plan_id_of("PL-DOWN"))
     await nc.close()

@@ -21,6 +21,7 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from aggregates import plan_id_of
+from application.errors import PlanNotFoundError
 from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
@@ -83,7 +84,7 @@ async def test_a_plan_id_no_task_id_could_carry_is_refused_by_the_consumer_and_t
             with pytest.raises(grpc.aio.AioRpcError) as rpc:
                 await client.stub.ApprovePlan(pb.ApprovePlanRequest(plan_id=BAD, story_id="US-9"))
             assert node.store is not None
-            with pytest.raises(KeyError):
+            with pytest.raises(PlanNotFoundError):
                 await node.store.get_plan(plan_id_of(BAD))
     try:
         sub = await js.pull_subscribe(DEAD_LETTER_SUBJECT, stream=DEAD_LETTER_STREAM)

@@ -23,6 +23,7 @@ import pytest
 import pytest_asyncio
 
 from aggregates import Deliberation, deliberation_id, plan_id_of
+from application.errors import DeliberationNotFoundError
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings
@@ -269,7 +270,7 @@ async def test_no_work_is_invented_for_a_plan_without_roles_or_a_role_without_a_
     )
     assert list(some.task_ids) == ["plan:PL-some:DEV"]
     assert rig.plan_events("PL-some") == ["Approved", "RoleSkipped", "DeliberationsRequested"]
-    with pytest.raises(KeyError):
+    with pytest.raises(DeliberationNotFoundError):
         await rig.deliberation("plan:PL-some:DATA")
     # A deliberation for the role is refused, not given default agents.
     with pytest.raises(grpc.aio.AioRpcError) as e:

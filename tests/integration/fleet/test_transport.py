@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from application.stores import DeliberationNotFoundError
+from application.errors import DeliberationNotFoundError
 from fleet import logs
 from fleet.client import ClientSecurity, FleetClient
 from fleet.config import Settings

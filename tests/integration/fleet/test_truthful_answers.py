@@ -24,6 +24,7 @@ import pytest
 import pytest_asyncio
 
 from aggregates.derivation import Derivation, derivation_id
+from application.errors import RecordNotFoundError
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings
@@ -169,7 +170,7 @@ async def test_derive_subtasks_is_unavailable_without_councils_then_derives(node
     store = node.node.store
     assert store is not None
     d_id = derivation_id("PL-T2", ["DEV", "QA"], 5, False)
-    with pytest.raises(KeyError):
+    with pytest.raises(RecordNotFoundError):
         await store.get_record(d_id, Derivation)  # nothing to unlearn
 
     await node.model.start()

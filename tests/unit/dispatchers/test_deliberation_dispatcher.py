@@ -21,6 +21,7 @@ from agent_runtime.api import (
 )
 from aggregates import AgentAnswer, CheckOutcome, Deliberation, DeliberationStatus
 from application.app import FleetApplication
+from application.errors import DeliberationNotFoundError
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
@@ -232,7 +233,7 @@ class LaggingReplicaStore(ApplicationDeliberationStore):
     async def last_known(self, deliberation_id: Any) -> Deliberation:
         if self.misses > 0:
             self.misses -= 1
-            raise KeyError(f"Deliberation {deliberation_id} not found")
+            raise DeliberationNotFoundError(f"Deliberation {deliberation_id} not found")
         return await super().last_known(deliberation_id)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from aggregates import Deliberation, Plan, deliberation_id, plan_deliberation_task_id, plan_id_of
 from application.app import FleetApplication
+from application.errors import DeliberationNotFoundError
 from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
 from dispatchers.plans import (
@@ -176,7 +177,7 @@ async def test_a_role_without_a_council_is_skipped_on_record_and_councils_shape_
     }
     dev = await store.get(deliberation_id("plan:P3:DEV"))
     assert (dev.rounds, dev.peer_review) == (2, False)  # the council's, none named
-    with pytest.raises(KeyError):
+    with pytest.raises(DeliberationNotFoundError):
         await store.get(deliberation_id("plan:P3:DATA"))
     # every role skipped: nothing dispatched, and why
     plan4, _ = await store.create_plan(

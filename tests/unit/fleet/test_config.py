@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fleet.config import EMBEDDED_MODEL_ALIAS, ConfigError, Settings
@@ -76,3 +78,33 @@ def test_a_seed_switch_fleet_cannot_honour_stops_the_start_in_one_line(
     with pytest.raises(ConfigError) as e:
         Settings.from_env(env)
     assert str(e.value).startswith(named) and "\n" not in str(e.value)
+
+
+def test_fleet_councils_is_parsed_once_into_typed_settings(tmp_path: Path) -> None:
+    inline = Settings.from_env({"FLEET_COUNCILS": '{"dev": {"agents": [{"model": "big"}, {}]}}'})
+    assert [a.model for a in inline.councils.by_role["DEV"]] == ["big", ""]
+    file = tmp_path / "councils.yaml"
+    file.write_text("QA:\n  agents:\n    - {model: small, temperature: 0.3}\n")
+    from_file = Settings.from_env({"FLEET_COUNCILS": str(file)})
+    assert from_file.councils.by_role["QA"][0].temperature == 0.3
+    assert Settings.from_env({}).councils.by_role == {}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["{not json", "[1, 2]", '{"NOPE": []}', '{"DEV": {"agents": [{"seed": "x"}]}}', "missing.json"],
+)
+def test_a_bad_fleet_councils_is_one_line_naming_it(raw: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        Settings.from_env(
+            {"FLEET_COUNCILS": raw if raw.startswith(("{", "[")) else str(tmp_path / raw)}
+        )
+    assert "FLEET_COUNCILS" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_bad_fleet_councils_yaml_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    file = tmp_path / "councils.yml"
+    file.write_text("DEV:\n  agents: [ {model: a}\n  - x: [\n")
+    with pytest.raises(ConfigError) as e:
+        Settings.from_env({"FLEET_COUNCILS": str(file)})
+    assert "FLEET_COUNCILS" in str(e.value) and "\n" not in str(e.value)

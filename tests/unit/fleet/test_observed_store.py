@@ -10,10 +10,8 @@ import pytest
 
 from aggregates import Deliberation, Plan
 from application.app import FleetApplication
-from application.ports import RecordStore
+from application.ports import PlanDeliberationStore, RecordStore, StoryStore
 from application.stores import ApplicationDeliberationStore
-from dispatchers.plans import PlanDeliberationStore
-from dispatchers.story_phases import StoryStore
 from fleet.metrics import FleetMetrics
 from fleet.observed_store import ObservedStore
 from tests.support.deliberations import requested
