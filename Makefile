@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
-.PHONY: run test setup setup-dev proto lint typecheck clean
+.PHONY: run test setup setup-dev neo4j proto lint typecheck clean
 
 ## run: set everything up and run Fleet's main job on the embedded default (one deliberation)
 run: setup
@@ -26,6 +26,11 @@ setup: $(VENV)/bin/python
 setup-dev: $(VENV)/bin/python
 	bash scripts/system-deps.sh
 	$(PIP) install -q -e '.[llm,dev]'
+	bash scripts/neo4j-jars.sh
+
+## neo4j: resolve Neo4j Community's jars (Maven) and compile its launcher into ~/.cache/fleet, once
+neo4j:
+	bash scripts/neo4j-jars.sh
 
 ## proto: regenerate the gRPC stubs from proto/ (a test fails when they are stale)
 proto:
