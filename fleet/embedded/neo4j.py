@@ -28,6 +28,7 @@ import hashlib
 import os
 import secrets
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from fleet.embedded._process import LOOPBACK, ServerProcess, ServerProcessError,
 
 __all__ = [
     "NEO4J_VERSION",
+    "QUICK_START_JVM",
     "SETUP_COMMAND",
     "Neo4jJars",
     "Neo4jServer",
@@ -54,6 +56,12 @@ SETUP_COMMAND = "make neo4j"
 
 READY_LINE = b"FLEET-NEO4J READY"
 """What the launcher prints once the password is set and Bolt accepts logins."""
+
+QUICK_START_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+"""JVM options for a server that lives minutes (a test session): compile with the quick
+compiler only, collect with one thread. Measured on a loaded 2-core machine: ready in 50 s
+instead of 74 s. A long-lived server keeps the JVM's defaults, whose optimising compiler pays
+for itself over hours."""
 
 LAUNCHER_CLASS = "FleetNeo4j"
 _SOURCES = Path(__file__).with_name("neo4j_launcher")
@@ -113,7 +121,7 @@ def neo4j_jars(home: Path | None = None) -> Neo4jJars:
         raise Neo4jSetupError(msg)
     stamp = jars.classes / ".stamp"
     if stamp.is_file() and stamp.read_text().strip() != _source_stamp():
-        msg = f"the Neo4j launcher in {root} is out of date with this checkout: run `{SETUP_COMMAND}`"
+        msg = f"the Neo4j launcher in {root} is out of date: run `{SETUP_COMMAND}`"
         raise Neo4jSetupError(msg)
     return jars
 
@@ -182,6 +190,7 @@ class Neo4jServer(ServerProcess):
         heap_mb: the JVM's maximum heap.
         pagecache_mb: Neo4j's page cache (store files cached off the heap).
         java: the ``java`` executable; ``java_binary()`` when None.
+        jvm_options: more JVM options (``QUICK_START_JVM`` for a short-lived server).
 
     Raises:
         Neo4jSetupError: the jars or ``java`` are missing (the message names the fix).
@@ -203,6 +212,7 @@ class Neo4jServer(ServerProcess):
         heap_mb: int = 512,
         pagecache_mb: int = 256,
         java: Path | None = None,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         if len(password) < MIN_PASSWORD_LENGTH:
             msg = f"the Neo4j password must have at least {MIN_PASSWORD_LENGTH} characters"
@@ -222,6 +232,7 @@ class Neo4jServer(ServerProcess):
             f"-Xms{min(heap_mb, 128)}m",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
+            *jvm_options,
             "-cp", jars.classpath,
             LAUNCHER_CLASS,
             str(self.data_dir),

@@ -33,7 +33,6 @@ HOUR_MS = 3_600_000
 _CLAIM_AND_DIE = """
 import os, sys
 from projectors.graph.ladybug import LadybugGraph
-from projectors.graph.neo4j import Neo4jGraph
 g = LadybugGraph(sys.argv[1])
 print(g.claim("graph", "killed", 3_600_000), flush=True)
 os._exit(0)
