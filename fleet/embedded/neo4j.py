@@ -60,8 +60,9 @@ READY_LINE = b"FLEET-NEO4J READY"
 QUICK_START_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 """JVM options for a server that lives minutes (a test session): compile with the quick
 compiler only, collect with one thread. Measured on a 2-core machine that other work loaded:
-ready in 10 s instead of 24 s (load average 9), 50 s instead of 74 s (load average 18). A long-lived server keeps the JVM's defaults, whose optimising compiler pays
-for itself over hours."""
+ready in 10 s instead of 24 s (load average 9), 50 s instead of 74 s (load average 18). A
+long-lived server keeps the JVM's defaults, whose optimising compiler pays for itself over
+hours."""
 
 LAUNCHER_CLASS = "FleetNeo4j"
 _SOURCES = Path(__file__).with_name("neo4j_launcher")
