@@ -10,7 +10,7 @@ UV_VERSION ?= 0.13.9
 # machine gets the versions CI ran, and a linter release that changes scores arrives on purpose.
 CONSTRAINTS := -c constraints.txt
 
-.PHONY: run test setup setup-dev constraints proto lint typecheck clean
+.PHONY: run test setup setup-dev constraints neo4j proto lint typecheck clean
 
 ## run: set everything up and run Fleet's main job on the embedded default (one deliberation)
 run: setup
@@ -34,11 +34,16 @@ setup: $(VENV)/bin/uv
 setup-dev: $(VENV)/bin/uv
 	bash scripts/system-deps.sh --dev
 	$(PIP) install -q $(CONSTRAINTS) -e '.[llm,dev]'
+	bash scripts/neo4j-jars.sh
 
 ## constraints: re-resolve every dependency (core and extras) to exact versions, on purpose
 constraints: $(VENV)/bin/uv
 	$(VENV)/bin/uv pip compile pyproject.toml --extra llm --extra dev --extra otel \
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q -o constraints.txt
+
+## neo4j: resolve Neo4j Community's jars (Maven) and compile its launcher into ~/.cache/fleet, once
+neo4j:
+	bash scripts/neo4j-jars.sh
 
 ## proto: regenerate the gRPC stubs from proto/ (a test fails when they are stale)
 proto:

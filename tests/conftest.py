@@ -16,6 +16,8 @@ for _k, _v in LOCAL_ONLY_ENV.items():
 pytest_plugins = [
     "tests.fixtures.nats",
     "tests.fixtures.valkey",
+    "tests.fixtures.neo4j",
+    "tests.fixtures.graphs",
     "tests.fixtures.llm",
     "tests.fixtures.ray",
 ]

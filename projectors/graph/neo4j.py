@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from neo4j import READ_ACCESS, Driver, ManagedTransaction, unit_of_work
+from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session, unit_of_work
 from neo4j.exceptions import ClientError
 
 from projectors.errors import InvalidQueryError, QueryTimeoutError
@@ -182,23 +182,30 @@ class Neo4jGraph(DecisionGraph):
         self.query_timeout_s = query_timeout_s
         self._closed = False
 
+    def _session(self, mode: str = WRITE_ACCESS) -> Session:
+        """A session on the graph's database. The server's notifications are off: the
+        statements read properties a fresh graph does not have yet (``x.epoch`` before the
+        first claim), which Neo4j 5 answers with a warning that the driver would log on every
+        read of the position."""
+        return self._driver.session(
+            database=self._database, default_access_mode=mode, notifications_min_severity="OFF"
+        )
+
     def ensure_schema(self) -> None:
-        with self._driver.session(database=self._database) as session:
+        with self._session() as session:
             for ddl in CONSTRAINTS:
                 session.execute_write(_schema_tx, ddl)
 
     def stored(self, name: str) -> Stored:
-        with self._driver.session(
-            database=self._database, default_access_mode=READ_ACCESS
-        ) as session:
+        with self._session(READ_ACCESS) as session:
             return session.execute_read(_stored_tx, name)
 
     def claim(self, name: str, owner: str, lease_ms: int) -> int | None:
-        with self._driver.session(database=self._database) as session:
+        with self._session() as session:
             return session.execute_write(_claim_tx, name, owner, lease_ms)
 
     def release(self, name: str, owner: str) -> None:
-        with self._driver.session(database=self._database) as session:
+        with self._session() as session:
             session.execute_write(_release_tx, name, owner)
 
     def apply_batch(
@@ -206,11 +213,11 @@ class Neo4jGraph(DecisionGraph):
     ) -> int:
         if not batch:
             return 0
-        with self._driver.session(database=self._database) as session:
+        with self._session() as session:
             return session.execute_write(_apply_tx, name, list(batch), base, fence)
 
     def reset(self, name: str) -> None:
-        with self._driver.session(database=self._database) as session:
+        with self._session() as session:
             for label in NODE_LABELS:
                 if label == "Projection":
                     continue
@@ -229,9 +236,7 @@ class Neo4jGraph(DecisionGraph):
         require_read_only(cypher)
         timeout = self.query_timeout_s if timeout_s is None else timeout_s
         read = unit_of_work(timeout=timeout)(_read_tx)
-        with self._driver.session(
-            database=self._database, default_access_mode=READ_ACCESS
-        ) as session:
+        with self._session(READ_ACCESS) as session:
             try:
                 return session.execute_read(read, cypher, dict(params or {}), limit)
             except ClientError as e:  # syntax, unknown names, bad parameters: the caller's query

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation, PeerReview
-from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.port import DecisionGraph
 from tests.support.deliberations import requested
 
 XSS = (
@@ -92,7 +92,7 @@ def rich_deliberation(
     return d
 
 
-def seed_listing(graph: LadybugGraph, n: int, *, start: datetime | None = None) -> None:
+def seed_listing(graph: DecisionGraph, n: int, *, start: datetime | None = None) -> None:
     """``n`` Deliberation nodes straight into the graph (as the projection would write them)."""
     t0 = start or datetime.now(tz=UTC) - timedelta(days=1)
     statuses = ("COMPLETED", "COMPLETED", "COMPLETED", "FAILED", "TIMEOUT", "IN_PROGRESS")
@@ -118,6 +118,7 @@ def seed_listing(graph: LadybugGraph, n: int, *, start: datetime | None = None) 
         "role: r.role, status: r.status, num_agents: r.num_agents, rounds: r.rounds, "
         "plan_id: r.plan_id, story_id: r.story_id, created_at: r.created_at, winner: r.winner})"
     )
-    with graph._write_lock:  # a fixture writes as the projection would
-        for k in range(0, n, 2000):
-            graph._write.execute(cypher, {"rows": rows[k : k + 2000]})
+    from tests.fixtures.graphs import behind_fleets_back
+
+    for k in range(0, n, 2000):  # a fixture writes as the projection would
+        behind_fleets_back(graph, cypher, {"rows": rows[k : k + 2000]})

@@ -35,6 +35,12 @@ def register(sub: Subparsers) -> None:
         help="ray: warm Ray actors (default); nats: a JetStream work queue served by workers "
         "(in this process, FLEET_LOCAL_WORKERS per role, and any `fleet worker`)",
     )
+    up.add_argument(
+        "--graph",
+        choices=("ladybug", "neo4j"),
+        help="the graph engine (FLEET_GRAPH): ladybug, embedded (default); neo4j: the server at "
+        "FLEET_NEO4J_URI, or a private one from the jars `make neo4j` resolved",
+    )
     up.set_defaults(fn=cmd_up)
 
     demo = sub.add_parser("demo", help="one deliberation on the embedded system, end to end")
@@ -53,6 +59,7 @@ async def cmd_up(args: argparse.Namespace) -> None:
     overrides: dict[str, Any] = {
         "metrics_port": args.metrics_port,
         "agent_backend": args.agent_backend,
+        "graph": args.graph,
     }
     if args.components:
         overrides["components"] = parse_components(args.components)

@@ -1,23 +1,15 @@
-"""Real LadybugDB in a temporary directory and a real Valkey client, per test."""
+"""A real Valkey client per test. The ``graph`` fixture (each test on LadybugDB and on Neo4j) is
+``tests.fixtures.graphs``'."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import valkey
 
 from fleet.embedded.valkey import ValkeyServer
 from projectors.cache.valkey import ValkeyDeliberationBoard
-from projectors.graph.ladybug import LadybugGraph
-
-
-@pytest.fixture
-def graph(tmp_path: Path) -> Iterator[LadybugGraph]:
-    g = LadybugGraph(tmp_path / "graph" / "fleet.lbug")
-    yield g
-    g.close()
 
 
 @pytest.fixture

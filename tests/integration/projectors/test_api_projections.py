@@ -1,6 +1,7 @@
 """The projection RPCs and commands on a real gRPC server: read-only Cypher refusals through
 QueryHistory and ``fleet query``, GetNodeStatus and ``fleet projections status``, ``fleet verify``,
-``fleet projections rebuild``. A light node (no Ray, no model): the API over real stores."""
+``fleet projections rebuild``. A light node (no Ray, no model): the API over real stores, the
+graph on each engine (LadybugDB and Neo4j)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from fleet.projection_service import LocalProjections
 from projectors import CacheProjection, GraphProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.control import Projections
-from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.port import DecisionGraph
+from tests.fixtures.graphs import behind_fleets_back, engine_of
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(120)
@@ -66,13 +68,12 @@ WRITES = [
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def node(
-    tmp_path: Path, valkey_server: ValkeyServer, valkey_prefix: str
+    graph: DecisionGraph, valkey_server: ValkeyServer, valkey_prefix: str
 ) -> AsyncIterator[dict[str, Any]]:
     app = scenarios.popo_app()
     for _ in range(3):
         scenarios.completed(app)
         scenarios.timed_out(app)
-    graph = LadybugGraph(tmp_path / "graph" / "g.lbug")
     client = valkey.Valkey.from_url(valkey_server.url)
     board = ValkeyDeliberationBoard(client, key_prefix=valkey_prefix)
     runners = [
@@ -97,7 +98,6 @@ async def node(
             "address": f"127.0.0.1:{server.port}",
         }  # fmt: skip
     projections.stop()
-    graph.close()
     client.close()  # type: ignore[no-untyped-call]
 
 
@@ -109,9 +109,10 @@ def _fleet(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _snapshot(graph: LadybugGraph) -> list[dict[str, Any]]:
+def _snapshot(graph: DecisionGraph) -> list[dict[str, Any]]:
+    label = "labels(n)[0]" if engine_of(graph) == "neo4j" else "label(n)"
     return graph.query(
-        "MATCH (n) RETURN label(n) AS l, count(*) AS n, max(n.id) AS top ORDER BY l"
+        f"MATCH (n) RETURN {label} AS l, count(*) AS n, max(n.id) AS top ORDER BY l"
     ) + graph.query("MATCH (a:Agent) RETURN a.id, a.role, a.model ORDER BY a.id")
 
 
@@ -168,7 +169,9 @@ async def test_status_verify_and_rebuild(node: dict[str, Any]) -> None:
     verified = await api.stub.VerifyProjections(pb.VerifyProjectionsRequest())
     assert list(verified.differences) == [] and verified.deliberations == 6
     # A corrupted graph is found, and `fleet verify` exits 1.
-    node["graph"]._write.execute("MATCH (d:Deliberation {status: 'TIMEOUT'}) SET d.status = 'X'")
+    behind_fleets_back(
+        node["graph"], "MATCH (d:Deliberation {status: 'TIMEOUT'}) SET d.status = 'X'"
+    )
     out = await asyncio.to_thread(_fleet, "verify", "--address", node["address"])
     assert out.returncode == 1 and "3 differences" in out.stderr
     with pytest.raises(grpc.aio.AioRpcError) as e:
@@ -191,14 +194,15 @@ async def test_verify_reports_graph_and_cache_differences_until_rebuilt(
     done = app.repository.get(scenarios.completed(app, late=False).deliberation_id)
     node["projections"].wait(app.recorder.max_notification_id(), timeout=30)
     agent = done.agents[0]
-    with graph._write_lock:  # behind the projector's back, as a bug would
-        graph._write.execute(
-            "MATCH (e:Event {id: $id}) SET e.type = 'Cancelled'", {"id": f"{running.id}:2"}
-        )
-        graph._write.execute(
-            "MATCH (p:Proposal {id: $id}) SET p.content = 'tampered'",
-            {"id": f"{done.id}:0:{agent}"},
-        )
+    # Behind the projector's back, as a bug (or an operator's database client) would.
+    behind_fleets_back(
+        graph, "MATCH (e:Event {id: $id}) SET e.type = 'Cancelled'", {"id": f"{running.id}:2"}
+    )
+    behind_fleets_back(
+        graph,
+        "MATCH (p:Proposal {id: $id}) SET p.content = 'tampered'",
+        {"id": f"{done.id}:0:{agent}"},
+    )
     client: valkey.Valkey = board._valkey
     results = json.loads(client.hget(board.key(done.id), "results"))  # type: ignore[arg-type]
     results[0]["score"] = 0.01
@@ -232,6 +236,8 @@ def _lags(address: str) -> dict[str, tuple[int, float | None]]:
     return {p["name"]: (p["lag_events"], p["lag_seconds"]) for p in rows}
 
 
+# The cache's lag: the graph engine plays no part, so the embedded one alone.
+@pytest.mark.parametrize("graph", ["ladybug"], indirect=True)
 async def test_status_shows_the_lag_in_seconds_of_a_stopped_projection(
     node: dict[str, Any],
 ) -> None:

@@ -27,6 +27,8 @@ from tests.unit.projectors import scenarios
 pytestmark = pytest.mark.timeout(120)
 
 
+# The cache's own case: the graph engine plays no part, so the embedded one alone.
+@pytest.mark.parametrize("graph", ["ladybug"], indirect=True)
 async def test_verify_reports_a_finished_entry_lost_before_it_expired(
     node: dict[str, Any],  # noqa: F811 (the imported fixture)
 ) -> None:

@@ -1,5 +1,6 @@
 """The graph's checkpoint hook: LadybugDB folds its write-ahead log when the runner goes idle,
-once the log is large enough to be worth the pause."""
+once the log is large enough to be worth the pause. LadybugDB's alone: Neo4j checkpoints on its
+own schedule, and its adapter's ``checkpoint`` is a no-op."""
 
 from __future__ import annotations
 

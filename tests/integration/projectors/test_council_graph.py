@@ -2,7 +2,7 @@
 (when it began and ended), and each deliberation linked to the council and members it started
 with; ``verify`` checks all of it against the events and finds a membership edited by hand.
 
-Real LadybugDB, the projector's own runner."""
+Real graphs (LadybugDB and Neo4j), the projector's own runner."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from application.council_store import view_of
 from dispatchers.councils import seat
 from projectors import GraphProjection, ProjectorRunner
 from projectors.control import Projections
-from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.port import DecisionGraph
 from projectors.verify import verify
+from tests.fixtures.graphs import behind_fleets_back
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _project(app: FleetApplication, graph: LadybugGraph) -> Projections:
+def _project(app: FleetApplication, graph: DecisionGraph) -> Projections:
     runner = ProjectorRunner(app, GraphProjection(graph))
     projections = Projections(app, [runner])
     runner.start()
@@ -31,7 +32,7 @@ def _project(app: FleetApplication, graph: LadybugGraph) -> Projections:
     return projections
 
 
-def test_councils_and_memberships_over_time_and_verify(graph: LadybugGraph) -> None:
+def test_councils_and_memberships_over_time_and_verify(graph: DecisionGraph) -> None:
     app = scenarios.popo_app()
     c = Council.create("DEV", CouncilSettings(model="m"))
     for aid in ("agent-dev-001", "agent-dev-002"):
@@ -95,11 +96,11 @@ def test_councils_and_memberships_over_time_and_verify(graph: LadybugGraph) -> N
         report = verify(app, graph=graph)
         assert report.ok, report.differences
 
-        with graph._write_lock:
-            graph._write.execute(
-                "MATCH (a:Agent {id: 'agent-dev-009'})-[m:MEMBER_OF]->(c:Council) "
-                "SET m.until = '2020-01-01'"
-            )
+        behind_fleets_back(
+            graph,
+            "MATCH (a:Agent {id: 'agent-dev-009'})-[m:MEMBER_OF]->(c:Council) "
+            "SET m.until = '2020-01-01'",
+        )
         tampered = verify(app, graph=graph)
         details = [x.detail for x in tampered.differences]
         assert len(details) == 1 and details[0].startswith("councils: MEMBER_OF[agent-dev-009")

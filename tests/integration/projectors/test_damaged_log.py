@@ -1,5 +1,7 @@
 """A graph whose write-ahead log was damaged by a crash still opens, and is made whole again.
 
+LadybugDB's alone: a Neo4j server recovers its own transaction log when it starts.
+
 A projector SIGKILLed while LadybugDB appends a commit leaves a torn record at the end of the
 log; the engine then refused to open the database ("Checksum verification failed, the WAL file
 is corrupted"), so one crash stopped every later ``fleet up``. The crash state is made here

@@ -3,6 +3,8 @@
 * Embedded graph: a projector killed holding a long lease is not waited out by its restart. The
   engine's file lock lets one process open the database, so a lease granted by another process
   belongs to a dead one; inside one process a live owner's lease still holds.
+* Neo4j graph (a server several processes reach, so only the lease can say, as for Valkey): a
+  new owner waits out the old one's lease, then takes the next epoch.
 * Valkey cache (shared by processes, so only the lease can say): a standby takes over within
   about a lease of the owner's last renewal, and not before.
 """
@@ -19,6 +21,7 @@ import pytest
 from projectors import CacheProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.neo4j import Neo4jGraph
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(60)
@@ -53,6 +56,18 @@ def test_a_restart_on_the_embedded_graph_does_not_wait_out_a_dead_process_lease(
         assert graph.claim("graph", "restarted", HOUR_MS) == 2  # renewing keeps the epoch
     finally:
         graph.close()
+
+
+def test_on_neo4j_a_new_owner_waits_out_the_old_owners_lease(neo4j_graph: Neo4jGraph) -> None:
+    lease_ms = 1_500
+    assert neo4j_graph.claim("graph", "killed", lease_ms) == 1
+    t0 = time.monotonic()
+    assert neo4j_graph.claim("graph", "restarted", HOUR_MS) is None, "took a live owner's lease"
+    while (epoch := neo4j_graph.claim("graph", "restarted", HOUR_MS)) is None:
+        assert time.monotonic() - t0 < 10, "never took over"
+        time.sleep(0.05)
+    assert epoch == 2 and time.monotonic() - t0 >= lease_ms / 1000 - 0.2
+    assert neo4j_graph.claim("graph", "killed", lease_ms) is None  # the old owner is fenced
 
 
 def test_a_standby_takes_a_silent_owners_cache_within_about_a_lease(

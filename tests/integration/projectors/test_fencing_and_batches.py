@@ -4,7 +4,6 @@ application, fresh reads after an event lands, and the README's five queries on 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from projectors import CacheProjection, GraphProjection, ProjectorRunner, view_f
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.errors import ProjectionFencedError
 from projectors.fence import Fence
-from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.port import DecisionGraph
 from projectors.verify import verify
+from tests.fixtures.graphs import engine_of
 from tests.support.deliberations import requested
 from tests.unit.projectors import scenarios
 
@@ -52,11 +52,17 @@ def _all_events(app: Any) -> list[tuple[object, int]]:
     ]
 
 
-def _graph_dump(graph: LadybugGraph) -> dict[str, Any]:
+# A node's label and a relationship's type: ``label(x)`` in LadybugDB, ``labels(n)[0]`` and
+# ``type(r)`` in Neo4j (docs/projections.md lists such differences).
+_LABEL = {"ladybug": ("label(n)", "label(r)"), "neo4j": ("labels(n)[0]", "type(r)")}
+
+
+def _graph_dump(graph: DecisionGraph) -> dict[str, Any]:
+    node_label, rel_type = _LABEL[engine_of(graph)]
     return {
         "nodes": graph.query(
-            "MATCH (n) WHERE label(n) <> 'Projection' "
-            "RETURN label(n) AS l, n.id AS id ORDER BY l, id",
+            f"MATCH (n) WHERE {node_label} <> 'Projection' "
+            f"RETURN {node_label} AS l, n.id AS id ORDER BY l, id",
             limit=100_000,
         ),
         "deliberations": graph.query(
@@ -68,7 +74,7 @@ def _graph_dump(graph: LadybugGraph) -> dict[str, Any]:
         ),
         "agents": graph.query("MATCH (a:Agent) RETURN a.id, a.role, a.model ORDER BY a.id"),
         "links": graph.query(
-            "MATCH (a)-[r]->(b) RETURN label(r) AS t, a.id AS src, b.id AS dst "
+            f"MATCH (a)-[r]->(b) RETURN {rel_type} AS t, a.id AS src, b.id AS dst "
             "ORDER BY t, src, dst",
             limit=100_000,
         ),
@@ -83,29 +89,27 @@ def _mixed(app: Any) -> None:
         scenarios.all_failed(app)
 
 
-def test_a_catch_up_batch_gives_the_graph_one_by_one_application_gives(tmp_path: Path) -> None:
+def test_a_catch_up_batch_gives_the_graph_one_by_one_application_gives(
+    graph: DecisionGraph,
+) -> None:
     app = scenarios.popo_app()
     _mixed(app)
     events = _all_events(app)
-    one = LadybugGraph(tmp_path / "one" / "g")
-    many = LadybugGraph(tmp_path / "many" / "g")
-    try:
-        p_one, p_many = GraphProjection(one), GraphProjection(many)
-        for e, p in events:
-            p_one.apply(e, p)
-        for i in range(0, len(events), 37):  # odd batch boundaries on purpose
-            p_many.apply_batch(events[i : i + 37], base=p_many.position())
-        assert _graph_dump(many) == _graph_dump(one)
-        assert p_many.position() == p_one.position() == events[-1][1]
-        report = verify(app, graph=many)
-        assert report.ok, report.differences
-    finally:
-        one.close()
-        many.close()
+    projection = GraphProjection(graph)
+    for e, p in events:
+        projection.apply(e, p)
+    one_by_one = _graph_dump(graph)
+    projection.reset()
+    for i in range(0, len(events), 37):  # odd batch boundaries on purpose
+        projection.apply_batch(events[i : i + 37], base=projection.position())
+    assert _graph_dump(graph) == one_by_one
+    assert projection.position() == events[-1][1]
+    report = verify(app, graph=graph)
+    assert report.ok, report.differences
 
 
 def test_two_runners_of_one_projection_never_both_apply(
-    graph: LadybugGraph, board: ValkeyDeliberationBoard
+    graph: DecisionGraph, board: ValkeyDeliberationBoard
 ) -> None:
     app = scenarios.popo_app()
     _mixed(app)
@@ -169,7 +173,7 @@ async def test_reads_are_never_older_than_the_last_stored_event(
     assert queries.cache_misses == 1
 
 
-def test_the_five_readme_queries_on_a_real_graph(graph: LadybugGraph) -> None:
+def test_the_five_readme_queries_on_a_real_graph(graph: DecisionGraph) -> None:
     app = scenarios.popo_app()
     done = scenarios.completed(app)
     timeout = scenarios.timed_out(app)
@@ -194,7 +198,7 @@ def test_the_five_readme_queries_on_a_real_graph(graph: LadybugGraph) -> None:
     assert plans == [{"plan": d.plan_id, "status": "COMPLETED", "n": 1}]
 
 
-def test_a_slow_query_is_stopped_at_its_time_limit(graph: LadybugGraph) -> None:
+def test_a_slow_query_is_stopped_at_its_time_limit(graph: DecisionGraph) -> None:
     from projectors.errors import QueryTimeoutError
 
     t0 = time.monotonic()
@@ -208,7 +212,7 @@ def test_a_slow_query_is_stopped_at_its_time_limit(graph: LadybugGraph) -> None:
     assert graph.query("RETURN 1 AS one") == [{"one": 1}]  # the connection still answers
 
 
-def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: LadybugGraph) -> None:
+def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: DecisionGraph) -> None:
 
     from aggregates import AgentId, PeerReview
 
@@ -241,7 +245,9 @@ def test_critiques_link_the_reviewers_proposal_to_the_reviewed_one(graph: Ladybu
     assert [r["t"] for r in types][-1] == "CritiqueReceived"
 
 
-def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(tmp_path: Path) -> None:
+def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(
+    graph: DecisionGraph,
+) -> None:
     # The score statements find the final proposal by key lookups over every round; a revision
     # (round 1) must take the score from round 0, an agent that did not revise keeps round 0.
 
@@ -271,28 +277,28 @@ def test_scores_and_the_win_go_to_each_agents_latest_on_time_proposal(tmp_path: 
     )
     app.save(d)
     events = _all_events(app)
-    one = LadybugGraph(tmp_path / "one" / "g")
-    many = LadybugGraph(tmp_path / "many" / "g")
-    try:
-        for e, p in events:
-            GraphProjection(one).apply(e, p)
-        GraphProjection(many).apply_batch(events, base=0)
-        for graph in (one, many):
-            scores = graph.query(
-                "MATCH (p:Proposal) RETURN p.agent_id AS agent, p.round AS round, "
-                "p.late AS late, p.score AS score ORDER BY agent, round, late"
-            )
-            assert scores == [
-                {"agent": a, "round": 0, "late": False, "score": None},
-                {"agent": a, "round": 1, "late": False, "score": 0.9},
-                {"agent": b, "round": 0, "late": False, "score": 0.4},
-                {"agent": b, "round": 1, "late": True, "score": None},
-            ]
-            won = graph.query(
-                "MATCH (:Deliberation)-[:WON_BY]->(p:Proposal) RETURN p.agent_id AS a, p.round AS r"
-            )
-            assert won == [{"a": a, "r": 1}]
-        assert _graph_dump(many) == _graph_dump(one)
-    finally:
-        one.close()
-        many.close()
+    projection = GraphProjection(graph)
+    dumps = []
+    for apply in ("one by one", "batched"):
+        if apply == "one by one":
+            for e, p in events:
+                projection.apply(e, p)
+        else:
+            projection.reset()
+            projection.apply_batch(events, base=0)
+        scores = graph.query(
+            "MATCH (p:Proposal) RETURN p.agent_id AS agent, p.round AS round, "
+            "p.late AS late, p.score AS score ORDER BY agent, round, late"
+        )
+        assert scores == [
+            {"agent": a, "round": 0, "late": False, "score": None},
+            {"agent": a, "round": 1, "late": False, "score": 0.9},
+            {"agent": b, "round": 0, "late": False, "score": 0.4},
+            {"agent": b, "round": 1, "late": True, "score": None},
+        ], apply
+        won = graph.query(
+            "MATCH (:Deliberation)-[:WON_BY]->(p:Proposal) RETURN p.agent_id AS a, p.round AS r"
+        )
+        assert won == [{"a": a, "r": 1}], apply
+        dumps.append(_graph_dump(graph))
+    assert dumps[0] == dumps[1]

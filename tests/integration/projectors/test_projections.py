@@ -19,13 +19,16 @@ from projectors import (
     view_from_aggregate,
 )
 from projectors.cache.valkey import ValkeyDeliberationBoard
+from projectors.errors import InvalidQueryError
 from projectors.graph.ladybug import LadybugGraph
+from projectors.graph.neo4j import Neo4jGraph
+from projectors.graph.port import DecisionGraph
 from tests.unit.projectors import scenarios
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_graph_answers_cypher_after_a_completed_run(graph: LadybugGraph) -> None:
+def test_graph_answers_cypher_after_a_completed_run(graph: DecisionGraph) -> None:
     app = scenarios.popo_app()
     run = scenarios.completed(app)
     with ProjectorRunner(app, GraphProjection(graph)) as runner:
@@ -62,7 +65,7 @@ def test_graph_answers_cypher_after_a_completed_run(graph: LadybugGraph) -> None
     assert len(graph.query("MATCH (e:Event) RETURN e.seq AS seq", limit=2)) == 2
 
 
-def test_graph_records_timeout_and_failure(graph: LadybugGraph) -> None:
+def test_graph_records_timeout_and_failure(graph: DecisionGraph) -> None:
     app = scenarios.popo_app()
     timeout, failed = scenarios.timed_out(app), scenarios.all_failed(app)
     with ProjectorRunner(app, GraphProjection(graph)) as runner:
@@ -80,12 +83,28 @@ def test_graph_records_timeout_and_failure(graph: LadybugGraph) -> None:
     assert "every agent failed" in by_id[str(failed.deliberation_id)]["reason"]
 
 
-def test_graph_refuses_writing_queries(graph: LadybugGraph) -> None:
+def test_graph_refuses_writing_queries(graph: DecisionGraph) -> None:
     with pytest.raises(ReadOnlyQueryError):
         graph.query("MATCH (d:Deliberation) DETACH DELETE d")
     with pytest.raises(ReadOnlyQueryError):
         graph.query("/* harmless */ CREATE (:Agent {id: 'x'})")
     assert graph.query("MATCH (a:Agent) WHERE a.id = 'CREATE' RETURN a.id AS id") == []
+
+
+def test_a_write_past_the_keyword_guard_is_refused_by_the_engine(
+    graph: DecisionGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind the guard, each engine's own read-only transaction (Neo4j: a READ access-mode
+    session; LadybugDB: ``BEGIN TRANSACTION READ ONLY``) refuses a write that slipped past it."""
+    module = (
+        "projectors.graph.neo4j" if isinstance(graph, Neo4jGraph) else "projectors.graph.ladybug"
+    )
+    monkeypatch.setattr(f"{module}.require_read_only", lambda cypher: None)
+    with pytest.raises(InvalidQueryError):
+        graph.query("CREATE (a:Agent {id: 'slipped'}) RETURN a.id AS id")
+    with pytest.raises(InvalidQueryError):
+        graph.query("MERGE (a:Agent {id: 'slipped'}) RETURN a.id AS id")
+    assert graph.query("MATCH (a:Agent) RETURN count(a) AS n") == [{"n": 0}]
 
 
 def test_cache_equals_replayed_aggregate(board: ValkeyDeliberationBoard) -> None:
@@ -120,7 +139,7 @@ def test_terminal_entries_expire_and_open_ones_do_not(
 
 
 def test_reapplying_an_applied_position_changes_nothing(
-    graph: LadybugGraph, board: ValkeyDeliberationBoard
+    graph: DecisionGraph, board: ValkeyDeliberationBoard
 ) -> None:
     app = scenarios.popo_app()
     run = scenarios.completed(app)
@@ -140,7 +159,7 @@ def test_reapplying_an_applied_position_changes_nothing(
 
 
 def test_restarted_runners_resume_from_their_stored_position(
-    graph: LadybugGraph, board: ValkeyDeliberationBoard
+    graph: DecisionGraph, board: ValkeyDeliberationBoard
 ) -> None:
     app = scenarios.popo_app()
     first = scenarios.completed(app)
@@ -168,6 +187,8 @@ def test_restarted_runners_resume_from_their_stored_position(
 
 
 def test_graph_survives_reopening_the_database(tmp_path: Path) -> None:
+    """LadybugDB's own: the graph is a directory a process opens. (A Neo4j server that stops
+    and starts again is ``tests/integration/fleet/test_neo4j_server.py``'s.)"""
     app = scenarios.popo_app()
     run = scenarios.all_failed(app)
     path = tmp_path / "g" / "fleet.lbug"

@@ -1,0 +1,85 @@
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
+import org.neo4j.configuration.connectors.HttpConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.GraphDatabaseService;
+import org.neo4j.io.ByteUnit;
+
+/**
+ * Fleet's private Neo4j: Community Edition embedded in a small JVM, reachable over Bolt only.
+ *
+ * <p>Usage: {@code java -Xmx512m -cp "lib/*:classes" FleetNeo4j <home> <port> [pagecacheMiB]}.
+ * The server binds Bolt to 127.0.0.1:port (never another interface: the password guards a
+ * loopback server), keeps its databases and logs under home, and prints one line starting with
+ * {@code FLEET-NEO4J READY} once a client can log in. The user and password come from the
+ * environment ({@code FLEET_NEO4J_USER}, default neo4j, and {@code FLEET_NEO4J_PASSWORD}), so
+ * they never appear in a process listing or in this program's output. SIGTERM runs the shutdown
+ * hook, which stops the databases cleanly (a checkpoint, then the store files are closed); a
+ * SIGKILL leaves a store that recovers from its transaction log on the next start.
+ */
+public final class FleetNeo4j {
+  private FleetNeo4j() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 2) {
+      System.err.println("usage: FleetNeo4j <home> <port> [pagecacheMiB]");
+      System.exit(2);
+    }
+    Path home = Path.of(args[0]).toAbsolutePath();
+    int port = Integer.parseInt(args[1]);
+    long pagecacheMib = args.length > 2 ? Long.parseLong(args[2]) : 256L;
+    String user = System.getenv().getOrDefault("FLEET_NEO4J_USER", "neo4j");
+    String password = System.getenv("FLEET_NEO4J_PASSWORD");
+    if (password == null || password.length() < 8) {
+      // Neo4j refuses shorter passwords (dbms.security.auth_minimum_password_length).
+      System.err.println("FLEET_NEO4J_PASSWORD must be set, 8 characters or more");
+      System.exit(2);
+    }
+    DatabaseManagementService dbms =
+        new DatabaseManagementServiceBuilder(home)
+            .setConfig(BoltConnector.enabled, true)
+            .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
+            .setConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", port))
+            .setConfig(HttpConnector.enabled, false)
+            .setConfig(GraphDatabaseSettings.auth_enabled, true)
+            .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(pagecacheMib))
+            // Transaction log files are preallocated at their full rotation size (256 MiB)
+            // by default: a test session's servers would take gigabytes of disk for nothing.
+            .setConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+            .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(32))
+            // Bolt waits 5 s for open connections on shutdown by default; Fleet closes its
+            // driver before it stops the server, so a stop need not wait for anyone (the
+            // store files are checkpointed and closed before Bolt stops).
+            .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofMillis(500))
+            .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ofMillis(500))
+            .build();
+    Runtime.getRuntime().addShutdownHook(new Thread(dbms::shutdown, "fleet-neo4j-shutdown"));
+    GraphDatabaseService system = dbms.database("system");
+    system.executeTransactionally(
+        "CREATE USER $u IF NOT EXISTS SET PASSWORD $p CHANGE NOT REQUIRED",
+        Map.of("u", user, "p", password));
+    setPassword(system, user, password);
+    System.out.println("FLEET-NEO4J READY bolt://127.0.0.1:" + port);
+    System.out.flush();
+    Thread.currentThread().join();
+  }
+
+  /** Set the password (a restart may bring a new one); the same one again is no change. */
+  private static void setPassword(GraphDatabaseService system, String user, String password) {
+    try {
+      system.executeTransactionally(
+          "ALTER USER $u SET PASSWORD $p CHANGE NOT REQUIRED", Map.of("u", user, "p", password));
+    } catch (RuntimeException e) {
+      String why = String.valueOf(e.getMessage());
+      if (!why.contains("cannot be the same")) {
+        throw e;
+      }
+    }
+  }
+}
