@@ -27,7 +27,15 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from aggregates import AgentAnswer, AgentId, CheckOutcome, Council, CouncilSettings, Plan
+from aggregates import (
+    AgentAnswer,
+    AgentId,
+    CheckOutcome,
+    Council,
+    CouncilSettings,
+    Deliberation,
+    Plan,
+)
 from aggregates.story import Phase, Story
 from application.app import FleetApplication
 from application.council_store import view_of
@@ -102,7 +110,7 @@ def _feed(app: FleetApplication) -> dict[str, Any]:
     qa_council.register("agent-qa-001")
     qa_council.delete()
     app.save(dev, qa_council)
-    d = app.repository.get(debated.deliberation_id)
+    d: Deliberation = app.repository.get(debated.deliberation_id)
     return {
         "task": str(d.task_id),
         "deliberation": str(d.id),
