@@ -282,8 +282,9 @@ class FleetNode:
             from projectors.graph.neo4j import Neo4jGraph
 
             driver = GraphDatabase.driver(s.neo4j_uri, auth=(s.neo4j_user, s.neo4j_password))
+            # No schema set-up here: the projection does it once Neo4j answers, so a Neo4j
+            # that is still starting delays the graph instead of failing the node.
             graph = Neo4jGraph(driver, owns_driver=True)
-            await asyncio.to_thread(graph.ensure_schema)
             self.endpoints.graph = s.neo4j_uri
         elif projects:
             from projectors.graph.ladybug import LadybugGraph
