@@ -371,12 +371,9 @@ class FleetNode:
             self.servers["neo4j"] = server
             uri, auth = server.uri, server.auth
         driver = GraphDatabase.driver(uri, auth=auth)
+        # No schema set-up here: the projection does it once Neo4j answers, so an external Neo4j
+        # that is still starting delays the graph instead of failing the node.
         graph = Neo4jGraph(driver, owns_driver=True)
-        try:
-            await asyncio.to_thread(graph.ensure_schema)
-        except BaseException:
-            graph.close()
-            raise
         self.endpoints.graph = uri
         return graph
 

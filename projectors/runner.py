@@ -170,11 +170,19 @@ class ProjectorRunner:
         return self._thread is not None and self._thread.is_alive()
 
     def start(self) -> None:
-        """Read the stored position (raising if the store is down) and start. Idempotent."""
+        """Read the stored position and start. Idempotent.
+
+        A store that is down (an error of a ``retry_on`` type) does not stop the start: the
+        runner's thread waits for it (claiming with back-off) and catches up once it is back, as
+        it does when the store goes away later; any other error is raised here.
+        """
         with self._cond:
             if self._thread is not None:
                 return
-            self._position = self._projection.position()
+            try:
+                self._position = self._projection.position()
+            except self._retry_on as e:
+                log.warning("Projection %s: store unavailable at start (%r)", self.name, e)
             self._thread = threading.Thread(
                 target=self._run, name=f"projector-{self.name}", daemon=True
             )

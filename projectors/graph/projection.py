@@ -12,16 +12,29 @@ __all__ = ["GraphProjection"]
 
 
 class GraphProjection:
-    """Writes the decision history into ``graph``; its position (and fence) live there too."""
+    """Writes the decision history into ``graph``; its position (and fence) live there too.
+
+    The graph's schema is set up on the projection's first read of its store, not when it is
+    built: a graph server that is down when Fleet starts (Neo4j) then delays the projection,
+    whose runner waits for it, instead of failing the start. Set-up is idempotent.
+    """
 
     def __init__(self, graph: DecisionGraph, *, name: str = "graph") -> None:
         self.name = name
         self.graph = graph
+        self._schema_ready = False
+
+    def _ensure_schema(self) -> None:
+        if not self._schema_ready:
+            self.graph.ensure_schema()
+            self._schema_ready = True
 
     def position(self) -> int:
+        self._ensure_schema()
         return self.graph.position(self.name)
 
     def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        self._ensure_schema()
         epoch = self.graph.claim(self.name, owner, lease_ms)
         return None if epoch is None else Fence(owner=owner, epoch=epoch, lease_ms=lease_ms)
 
