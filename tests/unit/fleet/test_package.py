@@ -28,6 +28,7 @@ NOT_IMPORTED = {
     "ruff": "run as a program on candidates (role checks)",
     "yamllint": "run as a program on candidates (role checks)",
     "ray": "imported as ray; the [default] extra brings the dashboard agent workers need",
+    "neo4j-rust-ext": "the neo4j driver's packing in Rust, used by the driver when installed",
 }
 
 
