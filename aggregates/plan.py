@@ -56,8 +56,10 @@ class Plan(Aggregate):
 
     class RoleSkipped(Aggregate.Event):
         """The plan dispatcher requested no deliberation for ``role``, and ``reason`` says why
-        (the role has no council, or an empty one)."""
+        (the role has no council, or an empty one). ``plan_id`` repeats the plan's, so a reader
+        of this event alone (the graph) knows whose."""
 
+        plan_id: str
         role: str
         reason: str
 
@@ -65,6 +67,7 @@ class Plan(Aggregate):
         """The plan dispatcher requested no deliberation at all for this plan, and ``reason``
         says why (the approval named no roles, or no role it named has a council)."""
 
+        plan_id: str
         reason: str
 
     @classmethod
@@ -171,25 +174,26 @@ class Plan(Aggregate):
             return
         for role, reason in (skipped or {}).items():
             if role not in self.skipped_roles:
-                self._role_skipped(role=Role.parse(role).value, reason=reason)
+                self._role_skipped(plan_id=self.plan_id, role=Role.parse(role).value, reason=reason)
         if task_ids:
             self._deliberations_requested(task_ids=list(task_ids))
         elif not self.roles:
-            self._nothing_dispatched(reason="the approval named no roles")
+            self._nothing_dispatched(plan_id=self.plan_id, reason="the approval named no roles")
         else:
             roles = ", ".join(r.value for r in self.roles)
-            self._nothing_dispatched(reason=f"no role of the plan ({roles}) has a council")
+            why = f"no role of the plan ({roles}) has a council"
+            self._nothing_dispatched(plan_id=self.plan_id, reason=why)
 
     @event(DeliberationsRequested)
     def _deliberations_requested(self, task_ids: list[str]) -> None:
         self.requested_task_ids = list(task_ids)
 
     @event(RoleSkipped)
-    def _role_skipped(self, role: str, reason: str) -> None:
+    def _role_skipped(self, plan_id: str, role: str, reason: str) -> None:
         self.skipped_roles[role] = reason
 
     @event(NothingDispatched)
-    def _nothing_dispatched(self, reason: str) -> None:
+    def _nothing_dispatched(self, plan_id: str, reason: str) -> None:
         self.nothing_dispatched = reason
 
 

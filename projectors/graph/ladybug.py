@@ -113,13 +113,15 @@ stay readable with it off (each column chunk records its own encoding)."""
 SCHEMA = (
     """CREATE NODE TABLE IF NOT EXISTS Plan(id STRING, story_id STRING, approved_by STRING,
         approved_at STRING, roles STRING[], description STRING, tasks STRING[],
-        PRIMARY KEY (id))""",
+        skipped_roles STRING[], nothing_dispatched STRING, PRIMARY KEY (id))""",
     # A database made before plans carried their approval gets the columns added.
     "ALTER TABLE Plan ADD IF NOT EXISTS approved_by STRING",
     "ALTER TABLE Plan ADD IF NOT EXISTS approved_at STRING",
     "ALTER TABLE Plan ADD IF NOT EXISTS roles STRING[]",
     "ALTER TABLE Plan ADD IF NOT EXISTS description STRING",
     "ALTER TABLE Plan ADD IF NOT EXISTS tasks STRING[]",
+    "ALTER TABLE Plan ADD IF NOT EXISTS skipped_roles STRING[]",
+    "ALTER TABLE Plan ADD IF NOT EXISTS nothing_dispatched STRING",
     """CREATE NODE TABLE IF NOT EXISTS Deliberation(
         id STRING, task_id STRING, task STRING, role STRING, status STRING,
         num_agents INT64, rounds INT64, deadline STRING, plan_id STRING, story_id STRING,

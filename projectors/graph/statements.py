@@ -406,6 +406,8 @@ def statements_for(event: object, position: int) -> list[Statement]:
         return _story_statements(event, position)
     if isinstance(event, Plan.Approved):
         return _plan_statements(event)
+    if isinstance(event, Plan.RoleSkipped | Plan.NothingDispatched):
+        return _plan_skipped_statements(event)
     if not is_deliberation_event(event):
         return []
     e: Any = event
@@ -431,6 +433,16 @@ def statements_for(event: object, position: int) -> list[Statement]:
 @singledispatch
 def _statements(event: object, base: dict[str, Any]) -> list[Statement]:
     return []  # a Deliberation event the graph does not model yet: timeline only
+
+
+def _plan_skipped_statements(e: Plan.RoleSkipped | Plan.NothingDispatched) -> list[Statement]:
+    """A skipped role, or a plan that got no deliberation: on the Plan node, with the reason."""
+    plan = _plan(e.plan_id)
+    if isinstance(e, Plan.RoleSkipped):
+        row = {"plan_id": e.plan_id, "entry": f"{e.role}: {e.reason}"}
+        return [_row(_PLAN_ROLE_SKIPPED, row, node="plan_id", writes=(plan,))]
+    row = {"plan_id": e.plan_id, "reason": e.reason}
+    return [_row(_PLAN_NOTHING_DISPATCHED, row, node="plan_id", writes=(plan,))]
 
 
 @_statements.register
@@ -760,6 +772,19 @@ UNWIND $rows AS r
 MERGE (p:Plan {id: r.plan_id})
 SET p.story_id = r.story_id, p.approved_by = r.approved_by, p.approved_at = r.approved_at,
     p.roles = r.roles, p.description = r.description, p.tasks = r.tasks
+"""
+# What the plan dispatcher did not do, and why: a role skipped (no council) is appended to the
+# plan's ``skipped_roles`` as "ROLE: why"; a plan that got no deliberation at all says why in
+# ``nothing_dispatched``. Each event is applied once (the position), so appending is exact.
+_PLAN_ROLE_SKIPPED = """
+UNWIND $rows AS r
+MERGE (p:Plan {id: r.plan_id})
+SET p.skipped_roles = coalesce(p.skipped_roles, []) + [r.entry]
+"""
+_PLAN_NOTHING_DISPATCHED = """
+UNWIND $rows AS r
+MERGE (p:Plan {id: r.plan_id})
+SET p.nothing_dispatched = r.reason
 """
 # The architect's choice: from the architect (an ARCHITECT council member) to the winner's final
 # proposal, found by key like WON_BY's (its on-time proposal with the highest round).

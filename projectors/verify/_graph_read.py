@@ -33,7 +33,10 @@ E_FIELDS = ("seq", "type", "at", "version", "agent_id", "detail")
 C_FIELDS = ("round", "critic", "content", "rating", "at")
 S_FIELDS = ("rationale", "candidates", "model", "latency_ms", "at")
 R_FIELDS = ("score", "content", "source", "at")
-PLAN_FIELDS = ("story_id", "approved_by", "approved_at", "roles", "description", "tasks")
+PLAN_FIELDS = (
+    "story_id", "approved_by", "approved_at", "roles", "description", "tasks", "skipped_roles",
+    "nothing_dispatched",
+)  # fmt: skip
 
 
 def _cols(var: str, names: Iterable[str]) -> str:

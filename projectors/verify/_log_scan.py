@@ -17,7 +17,7 @@ from aggregates import Council, Deliberation, Plan, Role, council_id
 _PAGE = 1000
 _PLAN_UNSET: Record = {
     "story_id": None, "approved_by": None, "approved_at": None, "roles": None,
-    "description": None, "tasks": None,
+    "description": None, "tasks": None, "skipped_roles": None, "nothing_dispatched": None,
 }  # fmt: skip
 """A Plan node's values before anything set them (a deliberation's request sets story_id only)."""
 
@@ -72,7 +72,9 @@ class Log:
     def extend(self, app: Application[Any], stop: int) -> None:
         prefix = get_topic(Deliberation) + "."
         council_prefix = get_topic(Council) + "."
-        plan_topic = get_topic(Plan.Approved)
+        plan_topics = {
+            get_topic(t) for t in (Plan.Approved, Plan.RoleSkipped, Plan.NothingDispatched)
+        }
         while self.read_to < stop:
             page = app.recorder.select_notifications(self.read_to + 1, _PAGE, stop=stop)
             if not page:
@@ -84,7 +86,7 @@ class Log:
                     history.positions.append(n.id)
                     history.events.append(event)
                     self._share(event, n.id)
-                elif n.topic == plan_topic:
+                elif n.topic in plan_topics:
                     self._share_plan(app.mapper.to_domain_event(n), n.id)
                 elif n.topic.startswith(council_prefix):
                     council_event = app.mapper.to_domain_event(n)
@@ -125,12 +127,23 @@ class Log:
             values.append((position, held, d_id))
 
     def _share_plan(self, e: Any, position: int) -> None:
-        """A plan approval sets its Plan node's approval (the statements' MERGE and SET)."""
+        """A plan approval sets its Plan node's approval, a skipped role is appended to its
+        ``skipped_roles``, a plan with no deliberation says why (the statements' MERGE and SET)."""
         values = self.shared[f"Plan[{e.plan_id}]"]
+        held: Record = {**(values[-1][1] if values else _PLAN_UNSET)}
+        if isinstance(e, Plan.RoleSkipped):
+            skipped = [*(held["skipped_roles"] or []), f"{e.role}: {e.reason}"]
+            values.append((position, {**held, "skipped_roles": skipped}, ""))
+            return
+        if isinstance(e, Plan.NothingDispatched):
+            values.append((position, {**held, "nothing_dispatched": e.reason}, ""))
+            return
         approval = {
             "story_id": e.story_id, "approved_by": e.approved_by,
             "approved_at": e.approved_at.isoformat(), "roles": list(e.roles),
             "description": e.description, "tasks": list(e.tasks),
+            "skipped_roles": held["skipped_roles"],
+            "nothing_dispatched": held["nothing_dispatched"],
         }  # fmt: skip
         values.append((position, approval, ""))
 

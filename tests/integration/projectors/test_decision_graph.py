@@ -21,6 +21,7 @@ from projectors import GraphProjection, ProjectorRunner
 from projectors.control import Projections
 from projectors.graph.port import DecisionGraph
 from projectors.verify import VerifyReport, story_differences, verify
+from tests.fixtures.graphs import behind_fleets_back
 from tests.unit.projectors import scenarios
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -183,9 +184,7 @@ def test_the_architects_choice_and_the_ratings_are_on_the_graph(recorded: Record
 
 
 def _tamper(graph: DecisionGraph, cypher: str, params: dict[str, Any]) -> None:
-    inner: Any = graph
-    with inner._write_lock:
-        inner._write.execute(cypher, params)
+    behind_fleets_back(graph, cypher, params)
 
 
 def _dump(graph: DecisionGraph) -> list[Any]:
@@ -258,3 +257,37 @@ def test_the_documented_queries_run_and_answer(recorded: Recorded) -> None:
     assert [(r["role"], r["why"]) for r in fallback] == [("QA", "the architect did not answer")]
     assert len(ratings) == 6
     assert sorted((r["plan"], r["deliberations"]) for r in plans) == [("plan-7", 2), ("plan-8", 0)]
+
+
+def test_a_plan_that_got_no_deliberation_or_skipped_a_role_says_why_on_the_graph(
+    graph: DecisionGraph,
+) -> None:
+    """No invented work, and none hidden: what the plan dispatcher did not do is on the Plan
+    node with its reason, verified against the log like the approval."""
+    app = scenarios.popo_app()
+    runner = ProjectorRunner(app, GraphProjection(graph))
+    projections = Projections(app, [runner])
+    runner.start()
+    try:
+        none = Plan.approve(
+            plan_id="plan-none", story_id="story-9", roles=[], approved_at=APPROVED_AT
+        )
+        none.mark_requested([])
+        some = _approve(app, "plan-some")
+        some.mark_requested(["plan:plan-some:DEV"], skipped={"QA": "the QA role has no council"})
+        _save(app, none, some)
+        projections.wait(app.recorder.max_notification_id() or 0, timeout=30)
+        rows = graph.query(
+            "MATCH (p:Plan) WHERE p.id IN ['plan-none', 'plan-some'] RETURN p.id AS id, "
+            "p.skipped_roles AS skipped, p.nothing_dispatched AS nothing ORDER BY id"
+        )
+        assert rows == [
+            {"id": "plan-none", "skipped": None, "nothing": "the approval named no roles"},
+            {"id": "plan-some", "skipped": ["QA: the QA role has no council"], "nothing": None},
+        ]
+        assert verify(app, graph=graph).ok
+        _tamper(graph, "MATCH (p:Plan {id: 'plan-some'}) SET p.skipped_roles = []", {})
+        report = verify(app, graph=graph)
+        assert not report.ok and any("plan-some" in str(d) for d in report.differences)
+    finally:
+        projections.stop()
