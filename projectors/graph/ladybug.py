@@ -186,7 +186,9 @@ def _open_database(path: Path, *, compression: bool = COMPRESSION) -> ladybug.Da
         return ladybug.Database(str(path), compression=compression)
     except RuntimeError as e:
         text = str(e)
-        if "wal" not in text.lower():
+        # A garbled record can also fail inside the engine's decoding, before any checksum
+        # ("Assertion failed ... UNREACHABLE_CODE"): a failure on open with a log to replay.
+        if "lock" in text.lower() or ("wal" not in text.lower() and not _has_log(path)):
             raise
         log.warning(
             "LadybugDB %s: its write-ahead log is damaged (%s); opening with the transactions "
@@ -197,6 +199,12 @@ def _open_database(path: Path, *, compression: bool = COMPRESSION) -> ladybug.Da
         return ladybug.Database(
             str(path), compression=compression, throw_on_wal_replay_failure=False
         )
+
+
+def _has_log(path: Path) -> bool:
+    """Whether the database at ``path`` has a non-empty write-ahead log to replay."""
+    wal = path.with_name(path.name + ".wal")
+    return wal.exists() and wal.stat().st_size > 0
 
 
 _GRANTED: dict[str, set[str]] = {}
