@@ -34,6 +34,7 @@ from aggregates import (
     Council,
     CouncilSettings,
     Deliberation,
+    PeerReview,
     Plan,
 )
 from aggregates.story import Phase, Story
@@ -80,6 +81,7 @@ def _feed(app: FleetApplication) -> dict[str, Any]:
     story.change_phase(Phase.BUILD, Phase.TEST, now + timedelta(seconds=1))
     app.save(plan, story)
     seated = requested("seated-7", plan_id="plan-7", story_id="story-7", requested_by="po")
+    seated.orchestrate(architect_k=3)  # the architect chooses: SELECTED on the graph
     seating = seat(view_of(dev), 3)
     assert seating is not None
     seated.start(seating.agents, seats=seating.seats, council_version=seating.council_version)
@@ -87,10 +89,27 @@ def _feed(app: FleetApplication) -> dict[str, Any]:
         answer = AgentAnswer(content=f"def fib(n): ...  # {k}", model="m", tokens=3 + k,
                              latency_ms=10 * k)  # fmt: skip
         seated.receive_proposal(agent_id=AgentId(a), round=0, answer=answer)
+    for a in seated.agents:  # final peer ratings: RATED
+        reviews = [PeerReview(reviewer=a, target=b, score=0.5 if j else None, text=f"{a} on {b}")
+                   for j, b in enumerate(seated.agents) if b != a]  # fmt: skip
+        seated.receive_ratings(agent_id=AgentId(a), reviews=reviews, model="m")
     for k, a in enumerate(seated.agents):
         check = CheckOutcome(check_type="lint", passed=True, score=1.0)
         seated.score(agent_id=AgentId(a), score=0.2 * (k + 1), checks=[check])
+    seated.select_by_architect(
+        winner=seated.agents[1], rationale="clearest", architect_id="architect-7", model="m"
+    )
     seated.complete()
+    data = requested("data-7", role="DATA", plan_id="plan-7", story_id="story-7")
+    data.orchestrate(architect_k=3)  # the architect fails: the fallback's reason
+    data.start()
+    for k, a in enumerate(data.agents):
+        answer = AgentAnswer(content=f"SELECT {k}", model="m", tokens=2, latency_ms=5)
+        data.receive_proposal(agent_id=AgentId(a), round=0, answer=answer)
+        data.score(agent_id=AgentId(a), score=0.1 * (k + 1), checks=[])
+    data.fall_back_to_score(reason="the architect did not answer", architect_id="architect-7")
+    data.complete()
+    app.save(data)
     qa = requested("qa-7", role="QA", plan_id="plan-7", story_id="story-7")
     qa.start()
     qa.fail("every agent failed")
@@ -113,7 +132,7 @@ def _feed(app: FleetApplication) -> dict[str, Any]:
     d: Deliberation = app.repository.get(debated.deliberation_id)
     return {
         "task": str(d.task_id),
-        "deliberation": str(d.id),
+        "deliberation": str(seated.id),
         "plan": "plan-7",
         "story": "story-7",
     }
