@@ -52,7 +52,7 @@ async def replicas_of_every_stream(url: str) -> dict[str, int]:
         await nc.close()
 
 
-async def plan_consumer_ready(url: str, timeout_s: float = 10.0) -> None:
+async def plan_consumer_ready(url: str, timeout_s: float = 30.0) -> None:
     """Wait until the plan and story consumers read (their streams exist then). By name, not by
     listing every stream: a cluster answers a list asked while a stream is being placed only
     after seconds."""
