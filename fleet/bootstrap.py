@@ -598,10 +598,12 @@ class FleetNode:
         )
 
     def _health(self) -> NodeHealth:
-        """GetStatus's probes: the event store (the stream's head through the recorder) and
-        the model endpoints (the node's and every council member's own)."""
+        """GetStatus's probes: the event store (the stream's head through the recorder), the
+        model endpoints (the node's and every council member's own) and, where this node runs
+        the checks, the sandbox."""
         app, councils, endpoints = self.app, self.councils, self.endpoints
         assert app is not None
+        node = self
 
         async def store() -> list[Problem]:
             await asyncio.to_thread(app.recorder.max_notification_id)
@@ -614,7 +616,15 @@ class FleetNode:
                 urls += [v.endpoint for v in views] + [a.endpoint for v in views for a in v.agents]
             return urls
 
-        probes: dict[str, Probe] = {"event store": store}
+        async def sandbox() -> list[Problem]:
+            """A sandbox that was asked for and cannot start: DEV checks say "not run"."""
+            state = node.sandbox
+            if state is None or state.available or state.mode == "off":
+                return []
+            return [Problem(f"sandbox ({state.mode}) cannot start: {state.reason}; DEV code is "
+                            "not run, so its checks say 'not run'")]  # fmt: skip
+
+        probes: dict[str, Probe] = {"event store": store, "sandbox": sandbox}
         if endpoints.llm_url or self.runtime is not None:  # its agents call them
             probes["model endpoints"] = model_endpoints_probe(model_urls)
         return NodeHealth(probes)

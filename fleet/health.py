@@ -8,6 +8,9 @@ what is wrong with it, if anything:
 * the model endpoints: ``GET <url>/v1/models`` on the node's endpoint and every council's own
   (an OpenAI-compatible server answers it cheaply); none reachable is **unhealthy** (no agent
   can answer), some is **degraded** (the councils on the others still work);
+* the sandbox, where this node runs the checks: asked for (``auto``, ``bwrap``) and unable to
+  start is **degraded** (deliberations finish, but DEV code is not run: its checks say "not run");
+  ``FLEET_SANDBOX=off`` is the operator's choice and no problem;
 * anything else a probe reports (a council without members, the statistics fold stopped) is
   **degraded**.
 

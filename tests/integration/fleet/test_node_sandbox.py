@@ -77,6 +77,14 @@ async def _node_status(address: str) -> pb.GetNodeStatusResponse:
         return resp
 
 
+async def _status_problems(address: str) -> list[str]:
+    """GetStatus's problems (the seed's status RPC, with the parts the node could not use)."""
+    async with grpc.aio.insecure_channel(address) as ch:
+        stub = pb_grpc.OrchestratorServiceStub(ch)
+        resp: pb.GetStatusResponse = await stub.GetStatus(pb.GetStatusRequest(), timeout=30)
+        return list(resp.problems)
+
+
 async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
     tmp_path: Path, private_nats_server: NatsServer
 ) -> None:
@@ -96,6 +104,10 @@ async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
         shown = await _fleet("projections", "status", "--address", address)
         assert shown.returncode == 0, shown.stderr
         assert "sandbox unavailable" in shown.stdout and "FLEET_SANDBOX=auto" in shown.stdout
+        # The seed's GetStatus does not call such a node healthy: the sandbox is one of its
+        # problems (its model endpoint, named and never started here, is another).
+        problems = await _status_problems(address)
+        assert any(p.startswith("sandbox (auto) cannot start") for p in problems), problems
     finally:
         up.stop()
 
@@ -113,6 +125,7 @@ async def test_the_same_node_with_namespaces_has_its_sandbox(
             "",
         ), up.tail()
         assert "sandbox unavailable" not in up.tail(100_000)
+        assert not any("sandbox" in p for p in await _status_problems(address))
     finally:
         up.stop()
 
