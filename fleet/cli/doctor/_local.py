@@ -82,6 +82,8 @@ async def check_graph(setup: Setup) -> Finding:
     s = setup.settings
     if s.neo4j_uri:
         return await _check_neo4j(s, setup.timeout_s)
+    if s.graph == "neo4j":
+        return _check_private_neo4j(s)
     path = setup.data_dir / "graph"
     where = f"LadybugDB {path}"
     if str(setup.run.get("graph", "")).startswith("ladybug:"):  # its file lock keeps us out
@@ -109,6 +111,20 @@ async def check_graph(setup: Setup) -> Finding:
         fix = "stop the process that holds it, or move it aside (it is rebuilt from the events)"
         return Finding("graph", Status.FAIL, where, f"does not open ({explain(e)})", fix)
     return Finding("graph", Status.OK, where, "opens")
+
+
+def _check_private_neo4j(s: Settings) -> Finding:
+    """``FLEET_GRAPH=neo4j`` without a URI: ``fleet up`` starts Neo4j itself, from the jars
+    ``make neo4j`` resolved, on a JDK."""
+    from fleet.embedded.neo4j import Neo4jSetupError, java_binary, neo4j_jars
+
+    where = f"a private Neo4j ({s.neo4j_home or 'the jar cache'})"
+    try:
+        java = java_binary()
+        jars = neo4j_jars(s.neo4j_home)
+    except Neo4jSetupError as e:
+        return Finding("graph", Status.FAIL, where, str(e).splitlines()[0], "make neo4j")
+    return Finding("graph", Status.OK, where, f"{java}, the jars in {jars.lib.parent}")
 
 
 async def _check_neo4j(s: Settings, timeout_s: float) -> Finding:

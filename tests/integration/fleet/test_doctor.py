@@ -162,3 +162,16 @@ async def test_an_unreachable_ray_address_names_ray(env: dict[str, str]) -> None
     assert code == 1
     assert checks["ray"]["status"] == "fail" and checks["ray"]["checked"] == address
     assert "RAY_ADDRESS" in checks["ray"]["fix"]
+
+
+async def test_a_private_neo4j_without_its_jars_names_the_graph_and_make_neo4j(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-neo4j-here"
+
+    code, checks = await _doctor({**env, "FLEET_GRAPH": "neo4j", "FLEET_NEO4J_HOME": str(empty)})
+
+    assert code == 1
+    assert checks["graph"]["status"] == "fail" and "not set up" in checks["graph"]["detail"]
+    assert checks["graph"]["fix"] == "make neo4j"
+    assert [n for n, c in checks.items() if c["status"] == "fail"] == ["graph"]
