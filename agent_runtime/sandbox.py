@@ -44,9 +44,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
+
+from agent_runtime.sandbox_warm import ForkServer, ForkServerError
 
 __all__ = [
     "SANDBOX_MODES",
@@ -72,6 +75,9 @@ SANDBOX_UID_BASE = 61000
 """First uid of the per-slot users a root Fleet runs sandboxes as (they need no passwd entry)."""
 MAX_SLOTS = 8
 """Most runs one process runs at once (each has its own uid)."""
+DEFAULT_SLOTS = min(MAX_SLOTS, max(2, len(os.sched_getaffinity(0))))
+"""Runs at once by default: one per core this process may use (at least two), since a run is
+CPU-bound while it lasts and, warm, no longer waits on a process start."""
 _UID_PROCESSES = 500
 """Processes whose sandbox uids do not overlap (uids 61000 to 64999): pids equal modulo this
 share them, and then a fork bomb in one could make the other's run fail to start a process."""
@@ -208,13 +214,19 @@ def find_bwrap() -> str | None:
 class BwrapSandbox:
     """Runs in bubblewrap (module docstring). Thread-safe: ``slots`` runs at once, the rest wait.
 
+    Warm (the default): each slot keeps a ``sandbox_warm.ForkServer``, the same walls started
+    ahead of need, and a run is a child forked inside them (a run then costs a fork, not a
+    bubblewrap and an interpreter start). Cold (``warm=False``, or where a server cannot
+    start): a fresh ``bwrap`` per run.
+
     Args:
         bwrap: path of the ``bwrap`` executable.
         python: the interpreter inside (a system one under ``/usr``: it is bound read-only).
         slots: runs at once (each one a few processes; CPU-bound while it lasts).
+        warm: run in warm fork servers (falls back to cold runs where they cannot start).
     """
 
-    def __init__(self, bwrap: str, python: str, *, slots: int = 2) -> None:
+    def __init__(self, bwrap: str, python: str, *, slots: int = 2, warm: bool = True) -> None:
         if not 1 <= slots <= MAX_SLOTS:
             raise ValueError(f"slots must be in 1..{MAX_SLOTS}, got {slots}")
         self._bwrap = bwrap
@@ -223,6 +235,15 @@ class BwrapSandbox:
         self._slots: queue.Queue[int] = queue.Queue()
         for i in range(slots):
             self._slots.put(i)
+        self._warm = warm
+        self._servers: list[Future[ForkServer] | None] = [None] * slots
+        self._failures = 0
+        self.servers_started = 0
+        """Fork servers started so far (one per slot, plus one for each retired)."""
+        # Servers are started on this one long-lived thread: bwrap's ``--die-with-parent``
+        # follows the *thread* that started it, and callers' threads come and go.
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="sandbox-start")
+        _boxes.append(self)
 
     @property
     def available(self) -> bool:
@@ -232,21 +253,45 @@ class BwrapSandbox:
     def reason(self) -> str:
         return ""
 
+    @property
+    def warm(self) -> bool:
+        """Whether runs go to warm fork servers (False: a bwrap per run)."""
+        return self._warm
+
+    def warm_up(self) -> None:
+        """Start every slot's fork server now, in the background (ahead of the first runs)."""
+        if not self._warm:
+            return
+        for slot, server in enumerate(self._servers):
+            if server is None:
+                self._servers[slot] = self._starter.submit(self._start_server, slot)
+
+    def close(self) -> None:
+        """Stop the warm servers (at exit; a later run starts them again)."""
+        for slot, server in enumerate(self._servers):
+            self._servers[slot] = None
+            if server is not None and server.done() and server.exception() is None:
+                server.result().close()
+
     def run(
         self,
         files: Mapping[str, str],
         argv: Sequence[str],
         limits: SandboxLimits = SandboxLimits(),
     ) -> SandboxRun:
+        _relative_paths(files)
         slot = self._slots.get()
         try:
+            if self._warm:
+                run = self._warm_run(slot, files, argv, limits)
+                if run is not None:
+                    return run
             return self._run(slot, files, argv, limits)
         finally:
             self._slots.put(slot)
 
-    def _command(
-        self, files: Mapping[str, str], argv: Sequence[str]
-    ) -> tuple[list[str], list[int]]:
+    def _walls(self) -> list[str]:
+        """The ``bwrap`` arguments that build the walls (everything but the run's files)."""
         cmd = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
         cmd += ["--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -258,40 +303,102 @@ class BwrapSandbox:
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", WORK_DIR]
         cmd += ["--setenv", "HOME", WORK_DIR, "--setenv", "PATH", "/usr/bin:/bin"]
         cmd += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-        paths = {name: os.path.normpath(name) for name in files}
-        for name, rel in paths.items():
-            if rel.startswith(("/", "..")):
-                raise ValueError(f"sandbox file {name!r} must be a relative path inside the run")
-        fds: list[int] = []
-        try:
-            for name, text in files.items():
-                rel = paths[name]
-                parent = os.path.dirname(rel)
-                if parent:
-                    cmd += ["--dir", f"{WORK_DIR}/{parent}"]
-                fd = os.memfd_create("sandbox-file", 0)
-                fds.append(fd)
-                with open(fd, "wb", closefd=False) as f:
-                    f.write(text.encode())
-                os.lseek(fd, 0, os.SEEK_SET)
-                cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
-        cmd += ["--chdir", WORK_DIR, "--"]
+        return cmd
+
+    def _program(self, argv: Sequence[str]) -> list[str]:
         program = list(argv)
         if program and program[0] in ("python", "python3"):
             program[0] = self._python
-        return cmd + program, fds
+        return program
+
+    def _command(
+        self, files: Mapping[str, str], argv: Sequence[str]
+    ) -> tuple[list[str], list[int]]:
+        args, fds = _file_args(files)
+        return [*self._walls(), *args, "--chdir", WORK_DIR, "--", *self._program(argv)], fds
+
+    def _nproc(self, limits: SandboxLimits) -> int:
+        return limits.processes if self._root else _own_processes() + limits.processes
+
+    def _uid(self, slot: int) -> int:
+        return sandbox_uid(os.getpid(), slot) if self._root else -1
+
+    # ------------------------------------------------------------------------- warm
+
+    def _start_server(self, slot: int) -> ForkServer:
+        uid = self._uid(slot)
+
+        def server_walls() -> None:  # the server's own: each run sets its limits on itself
+            if uid >= 0:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        server = ForkServer.start(self._walls(), self._python, server_walls, _file_args)
+        self.servers_started += 1
+        return server
+
+    def _server(self, slot: int) -> ForkServer | None:
+        future = self._servers[slot]
+        if future is None:
+            future = self._servers[slot] = self._starter.submit(self._start_server, slot)
+        try:
+            server = future.result()
+        except ForkServerError as e:
+            self._servers[slot] = None
+            self._failures += 1
+            if self._failures >= _WARM_FAILURES:
+                self._warm = False
+                log.warning("sandbox: warm runs off after %d failed starts: %s", self._failures, e)
+            return None
+        self._failures = 0
+        return server
+
+    def _retire(self, slot: int, server: ForkServer) -> None:
+        server.close()
+        self._servers[slot] = self._starter.submit(self._start_server, slot)
+
+    def _warm_run(
+        self, slot: int, files: Mapping[str, str], argv: Sequence[str], limits: SandboxLimits
+    ) -> SandboxRun | None:
+        started = time.monotonic()
+        for _attempt in range(2):
+            server = self._server(slot)
+            if server is None:
+                return None
+            try:
+                code, out, timed_out, reason = server.run(
+                    files,
+                    self._program(argv),
+                    asdict(limits),
+                    self._nproc(limits),
+                    output_bytes=limits.output_bytes,
+                )
+            except ForkServerError:  # gone before the run started: nothing ran, go again
+                self._retire(slot, server)
+                continue
+            if not server.usable:
+                self._retire(slot, server)
+            text = out.decode("utf-8", "replace")
+            return SandboxRun(
+                exit_code=code,
+                output=text,
+                timed_out=timed_out,
+                reason=reason or _limit_hit(code, text),
+                duration_s=time.monotonic() - started,
+            )
+        return None
+
+    # ------------------------------------------------------------------------- cold
 
     def _run(
         self, slot: int, files: Mapping[str, str], argv: Sequence[str], limits: SandboxLimits
     ) -> SandboxRun:
         started = time.monotonic()
         cmd, fds = self._command(files, argv)
-        nproc = limits.processes if self._root else _own_processes() + limits.processes
-        uid = sandbox_uid(os.getpid(), slot) if self._root else -1
+        nproc = self._nproc(limits)
+        uid = self._uid(slot)
 
         def walls() -> None:  # in the child, before exec: everything inside inherits these
             if uid >= 0:
@@ -324,6 +431,51 @@ class BwrapSandbox:
             for fd in fds:
                 os.close(fd)
         return _collect(proc, limits, started)
+
+
+_WARM_FAILURES = 3
+"""Failed fork-server starts in a row after which a sandbox runs cold (a bwrap per run)."""
+_boxes: list[BwrapSandbox] = []
+
+
+@atexit.register
+def _close_boxes() -> None:
+    for box in _boxes:
+        box.close()
+
+
+def _relative_paths(files: Mapping[str, str]) -> dict[str, str]:
+    """Each file's path inside the work dir; a path that would leave it is refused."""
+    paths = {name: os.path.normpath(name) for name in files}
+    for name, rel in paths.items():
+        if rel.startswith(("/", "..")):
+            raise ValueError(f"sandbox file {name!r} must be a relative path inside the run")
+    return paths
+
+
+def _file_args(files: Mapping[str, str]) -> tuple[list[str], list[int]]:
+    """``bwrap`` arguments placing ``files`` in the work dir, from memfds: (args, fds to pass
+    and close once bwrap has started)."""
+    paths = _relative_paths(files)
+    cmd: list[str] = []
+    fds: list[int] = []
+    try:
+        for name, text in files.items():
+            rel = paths[name]
+            parent = os.path.dirname(rel)
+            if parent:
+                cmd += ["--dir", f"{WORK_DIR}/{parent}"]
+            fd = os.memfd_create("sandbox-file", 0)
+            fds.append(fd)
+            with open(fd, "wb", closefd=False) as f:
+                f.write(text.encode())
+            os.lseek(fd, 0, os.SEEK_SET)
+            cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return cmd, fds
 
 
 def _collect(proc: subprocess.Popen[bytes], limits: SandboxLimits, started: float) -> SandboxRun:
@@ -449,7 +601,7 @@ _opened: dict[int, Sandbox] = {}
 _open_lock = threading.Lock()
 
 
-def open_sandbox(mode: str = "auto", *, slots: int = 2) -> Sandbox:
+def open_sandbox(mode: str = "auto", *, slots: int = DEFAULT_SLOTS) -> Sandbox:
     """The sandbox ``mode`` asks for (``SANDBOX_MODES``), probed with one real run.
 
     ``auto`` falls back to a ``DisabledSandbox`` that says why; ``bwrap`` raises
@@ -487,12 +639,14 @@ def _probe(slots: int) -> Sandbox:
     box = BwrapSandbox(bwrap, python, slots=slots)
     run = box.run({"probe.py": "print('ok')\n"}, ["python3", "-I", "-S", "probe.py"])
     if run.exit_code != 0 or "ok" not in run.output:
+        box.close()
         lines = run.output.strip().splitlines()
         why = run.reason or (
             f"bwrap cannot start (no user or network namespaces?): "
             f"{lines[-1] if lines else 'no output'}"
         )
         return DisabledSandbox(why[:300])
+    box.warm_up()  # every slot's server, before the first candidates come
     return box
 
 
