@@ -1,7 +1,7 @@
 """Running model-written code behind walls: bubblewrap, rlimits, a wall clock and an output cap.
 
 Fleet executes what the models write (a DEV proposal run against tests) and must not let that
-code reach anything of Fleet's. Each run is a fresh ``bwrap`` sandbox:
+code reach anything of Fleet's. Each run is behind these ``bwrap`` walls:
 
 * ``--unshare-all``: its own network namespace (no interface but a down loopback, so no socket
   reaches anything), pid, ipc, uts and user namespaces; ``--die-with-parent``; a new session.
@@ -10,12 +10,19 @@ code reach anything of Fleet's. Each run is a fresh ``bwrap`` sandbox:
   (``/work``, the current directory) holding the run's files, copied in from memory (memfd). Not
   ``/etc``, not ``/home``, not Fleet's data dir, not the virtualenv: nothing of Fleet's exists
   inside. ``--clearenv``: the environment is empty, so no secret in Fleet's reaches it.
-* rlimits, set before ``bwrap`` starts and inherited by everything in it: CPU seconds, address
+* rlimits on the run's process, inherited by everything it starts: CPU seconds, address
   space, file size and processes. The process limit counts per *real* user, so when Fleet runs
-  as root each concurrent run gets its own unprivileged uid (``sandbox_uid``: by process and slot);
+  as root each slot runs as its own unprivileged uid (``sandbox_uid``: by process and slot);
   otherwise the limit is set above the processes the user already runs.
-* A wall-clock deadline kills the whole process group (and, with it, the pid namespace), and the
-  output is read as it comes and capped: past ``output_bytes`` the run is killed.
+* A wall-clock deadline kills the run's process group, and the output is read as it comes and
+  capped: past ``output_bytes`` the run is killed.
+
+Warm (the default, ``sandbox_warm``): each slot keeps one such sandbox, started ahead of need,
+whose pid 1 is a fork server (``sandbox_forkserver``); a run is a child it forks, which sets the
+rlimits on itself before the run's code starts, and after each run the server leaves the
+sandbox as it found it or retires it (a fresh one replaces it). Cold (where a warm one cannot
+start): a fresh ``bwrap`` per run, rlimits set before it starts, the deadline killing its
+whole pid namespace.
 
 Runs are synchronous and bounded in number (``slots``): callers run them off the event loop
 (``asyncio.to_thread``) on the agent runtime's processes, never in the API or projectors.

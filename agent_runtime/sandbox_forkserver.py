@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import gc
 import importlib
 import json
 import os
@@ -61,6 +62,8 @@ WARM_MODULES = (
     "types",
     "typing",
     "resource",
+    "pkgutil",
+    "importlib.machinery",
 )
 """What the runs use (the runner and its ``pytest``), imported once here rather than per run."""
 
@@ -220,6 +223,7 @@ def _child(job: dict[str, Any], payload_fd: int, out_fd: int) -> None:
                 f.write(text)
         del request["files"]
         os.chdir(WORK)
+        sys.dont_write_bytecode = True  # as PYTHONDONTWRITEBYTECODE says, which -I ignores
         code = _run(list(request["argv"]))
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -281,8 +285,11 @@ def _main(body: Any) -> int:
         else:
             print(e.code, file=sys.stderr)
             code = 1
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as e:  # as the interpreter shows it: from the run's own first frame
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, "<frozen runpy>"):
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb)
         code = 1
     atexit._run_exitfuncs()
     return code
@@ -293,6 +300,8 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _serve(sock: socket.socket) -> None:
+    gc.collect()
+    gc.freeze()  # the children then never touch (and so copy) the server's objects to collect
     modes = {top: stat.S_IMODE(os.lstat(top).st_mode) for top in EMPTIED if os.path.isdir(top)}
     snapshot = _fingerprint()
     first = {e[0] for e in snapshot if os.path.dirname(str(e[0])) in ("/", "/dev")}

@@ -211,3 +211,29 @@ def _look(box: BwrapSandbox) -> list[object]:
     seen: list[object] = json.loads(run.output)
     assert seen[2:] == [[], 2], seen
     return seen
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "output"),
+    [
+        (["python3", "-I", "-S", "-c", "import sys; print(sys.argv); sys.exit(3)"], 3, "['-c']"),
+        (["python3", "-c", "raise ValueError('boom')"], 1, "ValueError: boom"),
+        (["python3", "-I", "-S", "s.py", "a", "b"], 0, "['s.py', 'a', 'b'] False no mod"),
+        (["python3", "s.py"], 0, "['s.py'] False mod"),  # not isolated: its dir is on the path
+        (["python3", "-X", "utf8", "s.py"], 0, "['s.py'] False mod"),  # a flag it does not emulate
+        (["/bin/sh", "-c", "echo from-sh; exit 4"], 4, "from-sh"),
+    ],
+    ids=["-c-exit-code", "uncaught", "script-args", "script", "exec-python", "exec-other"],
+)
+def test_a_forked_run_behaves_as_the_program_would(
+    box: BwrapSandbox, argv: list[str], code: int, output: str
+) -> None:
+    """A run forked from the warm interpreter answers as a fresh ``python3`` (or program)."""
+    script = (
+        "import sys, os\ntry:\n    import mod\n    found = 'mod'\nexcept ImportError:\n"
+        "    found = 'no mod'\nprint(sys.argv, os.path.exists('__pycache__'), found)\n"
+    )
+    run = box.run({"s.py": script, "mod.py": "X = 1\n"}, argv, LIMITS)
+    assert (run.exit_code, run.reason) == (code, ""), run
+    assert output in run.output, run.output
+    assert "forkserver" not in run.output  # a traceback shows the run's frames, not the server's
