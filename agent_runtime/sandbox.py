@@ -96,6 +96,11 @@ def sandbox_uid(pid: int, slot: int) -> int:
     return SANDBOX_UID_BASE + (pid % _UID_PROCESSES) * MAX_SLOTS + slot
 
 
+NICENESS = 10
+"""How much lower than Fleet's own processes a sandbox's runs are scheduled: on a busy machine
+the orchestration (agent turns, writes) goes first, and checks, which run while the peers
+rate, take the cores left over (they are not on a deliberation's critical path)."""
+
 WORK_DIR = "/work"
 """The run's private tmpfs directory inside the sandbox, and its current directory."""
 
@@ -341,6 +346,7 @@ class BwrapSandbox:
                 os.setgid(uid)
                 os.setuid(uid)
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.nice(NICENESS)
 
         server = ForkServer.start(self._walls(), self._python, server_walls, _file_args)
         self.servers_started += 1
@@ -420,6 +426,7 @@ class BwrapSandbox:
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.nice(NICENESS)
 
         try:
             proc = subprocess.Popen(  # argv is ours; the code runs inside bwrap
