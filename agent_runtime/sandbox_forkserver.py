@@ -74,6 +74,19 @@ EMPTIED = (WORK, "/tmp", "/dev/shm")
 """Directories every run starts empty."""
 WATCHED = ("/", "/dev", "/tmp", "/work")
 """The writable file systems inside the walls (tmpfs): compared after every run."""
+_IGNORED = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+    signal.SIGALRM,
+    signal.SIGTSTP,
+    signal.SIGTTIN,
+    signal.SIGTTOU,
+)
+"""Signals the server ignores (a run resets them)."""
 _PYTHON_FLAGS = frozenset({"-I", "-S", "-E", "-s", "-B", "-u", "-P"})
 _SWEEP_S = 2.0
 """How long the server tries to end a run's leftover processes before it gives up on itself."""
@@ -193,8 +206,10 @@ def _child(job: dict[str, Any], payload_fd: int, out_fd: int) -> None:
     try:
         os.setsid()
         os.close(CONTROL_FD)
-        for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+        for sig in _IGNORED:  # as a fresh interpreter has them
             signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.close(out_fd)
@@ -378,6 +393,10 @@ def main() -> None:
         importlib.import_module(name)
     sock = socket.socket(fileno=CONTROL_FD)
     os.unlink(sys.argv[0])  # this program's own file: the runs' work dir starts empty
+    # As the sandbox's init, the server gets from inside only the signals it handles: it
+    # handles none, so no run can stop it (SIGKILL and SIGSTOP never reach an init from inside).
+    for sig in _IGNORED:
+        signal.signal(sig, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _serve(sock)
 

@@ -168,9 +168,12 @@ def test_two_candidates_of_one_deliberation_cannot_read_each_others_files(
             "timed out",
         ),
         (
-            "import os, signal, time\nfor pid in (1, os.getppid()):\n"
-            "    os.kill(pid, signal.SIGKILL)\ntime.sleep(5)\n",
-            "timed out",
+            "import os, signal\n"
+            "for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL):\n"
+            "    for pid in (1, os.getppid()):\n"
+            "        os.kill(pid, sig)\n"
+            "raise SystemExit(7)\n",
+            "",
         ),
         ("import os\nos.remove('/bin')\nos.symlink('/tmp', '/bin')\n", ""),
         ("while True:\n    print('x' * 10000)\n", "output limit"),
@@ -190,6 +193,8 @@ def test_one_runs_wall_costs_the_next_run_nothing(
     fresh = _look(box)
     bad = box.run({"bad.py": hostile}, ["python3", "-I", "-S", "bad.py"], LIMITS)
     assert bad.exit_code != 0 or hostile.startswith("import os\nos.remove"), bad
+    if "SIGKILL" in hostile:  # its server, the sandbox's init, took no signal: it serves on
+        assert bad.exit_code == 7 and box.servers_started == 1, bad
     assert any(r in (bad.reason + bad.output) for r in reason.split("|")), bad
     started = time.monotonic()
     after = _look(box)
@@ -218,12 +223,31 @@ def _look(box: BwrapSandbox) -> list[object]:
     [
         (["python3", "-I", "-S", "-c", "import sys; print(sys.argv); sys.exit(3)"], 3, "['-c']"),
         (["python3", "-c", "raise ValueError('boom')"], 1, "ValueError: boom"),
+        (  # Python's own signal defaults: SIGPIPE ignored, SIGINT a KeyboardInterrupt
+            [
+                "python3",
+                "-c",
+                "import signal as s\n"
+                "print(s.getsignal(s.SIGPIPE) == s.SIG_IGN, s.getsignal(s.SIGINT)"
+                " is s.default_int_handler, s.getsignal(s.SIGTERM) == s.SIG_DFL)",
+            ],
+            0,
+            "True True True",
+        ),
         (["python3", "-I", "-S", "s.py", "a", "b"], 0, "['s.py', 'a', 'b'] False no mod"),
         (["python3", "s.py"], 0, "['s.py'] False mod"),  # not isolated: its dir is on the path
         (["python3", "-X", "utf8", "s.py"], 0, "['s.py'] False mod"),  # a flag it does not emulate
         (["/bin/sh", "-c", "echo from-sh; exit 4"], 4, "from-sh"),
     ],
-    ids=["-c-exit-code", "uncaught", "script-args", "script", "exec-python", "exec-other"],
+    ids=[
+        "-c-exit-code",
+        "uncaught",
+        "signals",
+        "script-args",
+        "script",
+        "exec-python",
+        "exec-other",
+    ],
 )
 def test_a_forked_run_behaves_as_the_program_would(
     box: BwrapSandbox, argv: list[str], code: int, output: str
