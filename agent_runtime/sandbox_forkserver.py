@@ -50,6 +50,7 @@ import stat
 import sys
 import time
 import traceback
+import types
 from typing import Any
 
 WARM_MODULES = (
@@ -59,7 +60,6 @@ WARM_MODULES = (
     "itertools",
     "math",
     "re",
-    "types",
     "typing",
     "resource",
     "pkgutil",
@@ -277,8 +277,9 @@ def _run(argv: list[str]) -> int:
             if not isolated:
                 sys.path.insert(0, "")
             source = argv[i + 1]
-            main = {"__name__": "__main__", "__builtins__": __builtins__}
-            return _main(lambda: exec(compile(source, "<string>", "exec"), main))
+            main = types.ModuleType("__main__")  # its own, not this server's
+            sys.modules["__main__"] = main
+            return _main(lambda: exec(compile(source, "<string>", "exec"), main.__dict__))
         if i < len(argv) and not argv[i].startswith("-"):
             script = argv[i]
             sys.argv = argv[i:]

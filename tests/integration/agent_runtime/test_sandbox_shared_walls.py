@@ -221,7 +221,18 @@ def _look(box: BwrapSandbox) -> list[object]:
 @pytest.mark.parametrize(
     ("argv", "code", "output"),
     [
-        (["python3", "-I", "-S", "-c", "import sys; print(sys.argv); sys.exit(3)"], 3, "['-c']"),
+        (
+            [
+                "python3",
+                "-I",
+                "-S",
+                "-c",
+                "import sys, __main__ as m; print(sys.argv, dir(m)[-2:])",
+            ],
+            0,
+            "['-c'] ['m', 'sys']",  # its own __main__, not the server's
+        ),
+        (["python3", "-I", "-S", "-c", "import sys; sys.exit(3)"], 3, ""),
         (["python3", "-c", "raise ValueError('boom')"], 1, "ValueError: boom"),
         (  # Python's own signal defaults: SIGPIPE ignored, SIGINT a KeyboardInterrupt
             [
@@ -240,6 +251,7 @@ def _look(box: BwrapSandbox) -> list[object]:
         (["/bin/sh", "-c", "echo from-sh; exit 4"], 4, "from-sh"),
     ],
     ids=[
+        "-c",
         "-c-exit-code",
         "uncaught",
         "signals",
