@@ -29,8 +29,9 @@ Runs are synchronous and bounded in number (``slots``): callers run them off the
 Where no sandbox can start, ``open_sandbox`` returns one that is not ``available`` and says why:
 model code is then never run at all (``checks`` records "not run: <reason>").
 
-(Over 400 lines on purpose: the walls, the run that enforces them and the probe that finds them
-are one mechanism, and a wall is checked by reading them together.)
+(Over 400 lines on purpose: the walls, the runs that enforce them, warm and cold, and the probe
+that finds them are one mechanism, and a wall is checked by reading them together; what runs
+inside a warm sandbox is ``sandbox_forkserver``, its host side ``sandbox_warm``.)
 """
 
 from __future__ import annotations
