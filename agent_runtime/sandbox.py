@@ -1,7 +1,7 @@
 """Running model-written code behind walls: bubblewrap, rlimits, a wall clock and an output cap.
 
 Fleet executes what the models write (a DEV proposal run against tests) and must not let that
-code reach anything of Fleet's. Each run is a fresh ``bwrap`` sandbox:
+code reach anything of Fleet's. Each run is behind these ``bwrap`` walls:
 
 * ``--unshare-all``: its own network namespace (no interface but a down loopback, so no socket
   reaches anything), pid, ipc, uts and user namespaces; ``--die-with-parent``; a new session.
@@ -10,20 +10,28 @@ code reach anything of Fleet's. Each run is a fresh ``bwrap`` sandbox:
   (``/work``, the current directory) holding the run's files, copied in from memory (memfd). Not
   ``/etc``, not ``/home``, not Fleet's data dir, not the virtualenv: nothing of Fleet's exists
   inside. ``--clearenv``: the environment is empty, so no secret in Fleet's reaches it.
-* rlimits, set before ``bwrap`` starts and inherited by everything in it: CPU seconds, address
+* rlimits on the run's process, inherited by everything it starts: CPU seconds, address
   space, file size and processes. The process limit counts per *real* user, so when Fleet runs
-  as root each concurrent run gets its own unprivileged uid (``sandbox_uid``: by process and slot);
+  as root each slot runs as its own unprivileged uid (``sandbox_uid``: by process and slot);
   otherwise the limit is set above the processes the user already runs.
-* A wall-clock deadline kills the whole process group (and, with it, the pid namespace), and the
-  output is read as it comes and capped: past ``output_bytes`` the run is killed.
+* A wall-clock deadline kills the run's process group, and the output is read as it comes and
+  capped: past ``output_bytes`` the run is killed.
+
+Warm (the default, ``sandbox_warm``): each slot keeps one such sandbox, started ahead of need,
+whose pid 1 is a fork server (``sandbox_forkserver``); a run is a child it forks, which sets the
+rlimits on itself before the run's code starts, and after each run the server leaves the
+sandbox as it found it or retires it (a fresh one replaces it). Cold (where a warm one cannot
+start): a fresh ``bwrap`` per run, rlimits set before it starts, the deadline killing its
+whole pid namespace.
 
 Runs are synchronous and bounded in number (``slots``): callers run them off the event loop
 (``asyncio.to_thread``) on the agent runtime's processes, never in the API or projectors.
 Where no sandbox can start, ``open_sandbox`` returns one that is not ``available`` and says why:
 model code is then never run at all (``checks`` records "not run: <reason>").
 
-(Over 400 lines on purpose: the walls, the run that enforces them and the probe that finds them
-are one mechanism, and a wall is checked by reading them together.)
+(Over 400 lines on purpose: the walls, the runs that enforce them, warm and cold, and the probe
+that finds them are one mechanism, and a wall is checked by reading them together; what runs
+inside a warm sandbox is ``sandbox_forkserver``, its host side ``sandbox_warm``.)
 """
 
 from __future__ import annotations
@@ -44,9 +52,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
+
+from agent_runtime.sandbox_warm import ForkServer, ForkServerError
 
 __all__ = [
     "SANDBOX_MODES",
@@ -72,6 +83,9 @@ SANDBOX_UID_BASE = 61000
 """First uid of the per-slot users a root Fleet runs sandboxes as (they need no passwd entry)."""
 MAX_SLOTS = 8
 """Most runs one process runs at once (each has its own uid)."""
+DEFAULT_SLOTS = min(MAX_SLOTS, max(2, len(os.sched_getaffinity(0))))
+"""Runs at once by default: one per core this process may use (at least two), since a run is
+CPU-bound while it lasts and, warm, no longer waits on a process start."""
 _UID_PROCESSES = 500
 """Processes whose sandbox uids do not overlap (uids 61000 to 64999): pids equal modulo this
 share them, and then a fork bomb in one could make the other's run fail to start a process."""
@@ -82,6 +96,11 @@ def sandbox_uid(pid: int, slot: int) -> int:
     per process as far as ``_UID_PROCESSES`` allows (Ray puts several actors on a machine)."""
     return SANDBOX_UID_BASE + (pid % _UID_PROCESSES) * MAX_SLOTS + slot
 
+
+NICENESS = 10
+"""How much lower than Fleet's own processes a sandbox's runs are scheduled: on a busy machine
+the orchestration (agent turns, writes) goes first, and checks, which run while the peers
+rate, take the cores left over (they are not on a deliberation's critical path)."""
 
 WORK_DIR = "/work"
 """The run's private tmpfs directory inside the sandbox, and its current directory."""
@@ -208,13 +227,19 @@ def find_bwrap() -> str | None:
 class BwrapSandbox:
     """Runs in bubblewrap (module docstring). Thread-safe: ``slots`` runs at once, the rest wait.
 
+    Warm (the default): each slot keeps a ``sandbox_warm.ForkServer``, the same walls started
+    ahead of need, and a run is a child forked inside them (a run then costs a fork, not a
+    bubblewrap and an interpreter start). Cold (``warm=False``, or where a server cannot
+    start): a fresh ``bwrap`` per run.
+
     Args:
         bwrap: path of the ``bwrap`` executable.
         python: the interpreter inside (a system one under ``/usr``: it is bound read-only).
         slots: runs at once (each one a few processes; CPU-bound while it lasts).
+        warm: run in warm fork servers (falls back to cold runs where they cannot start).
     """
 
-    def __init__(self, bwrap: str, python: str, *, slots: int = 2) -> None:
+    def __init__(self, bwrap: str, python: str, *, slots: int = 2, warm: bool = True) -> None:
         if not 1 <= slots <= MAX_SLOTS:
             raise ValueError(f"slots must be in 1..{MAX_SLOTS}, got {slots}")
         self._bwrap = bwrap
@@ -223,6 +248,15 @@ class BwrapSandbox:
         self._slots: queue.Queue[int] = queue.Queue()
         for i in range(slots):
             self._slots.put(i)
+        self._warm = warm
+        self._servers: list[Future[ForkServer] | None] = [None] * slots
+        self._failures = 0
+        self.servers_started = 0
+        """Fork servers started so far (one per slot, plus one for each retired)."""
+        # Servers are started on this one long-lived thread: bwrap's ``--die-with-parent``
+        # follows the *thread* that started it, and callers' threads come and go.
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="sandbox-start")
+        _boxes.append(self)
 
     @property
     def available(self) -> bool:
@@ -232,21 +266,45 @@ class BwrapSandbox:
     def reason(self) -> str:
         return ""
 
+    @property
+    def warm(self) -> bool:
+        """Whether runs go to warm fork servers (False: a bwrap per run)."""
+        return self._warm
+
+    def warm_up(self) -> None:
+        """Start every slot's fork server now, in the background (ahead of the first runs)."""
+        if not self._warm:
+            return
+        for slot, server in enumerate(self._servers):
+            if server is None:
+                self._servers[slot] = self._starter.submit(self._start_server, slot)
+
+    def close(self) -> None:
+        """Stop the warm servers (at exit; a later run starts them again)."""
+        for slot, server in enumerate(self._servers):
+            self._servers[slot] = None
+            if server is not None and server.done() and server.exception() is None:
+                server.result().close()
+
     def run(
         self,
         files: Mapping[str, str],
         argv: Sequence[str],
         limits: SandboxLimits = SandboxLimits(),
     ) -> SandboxRun:
+        _relative_paths(files)
         slot = self._slots.get()
         try:
+            if self._warm:
+                run = self._warm_run(slot, files, argv, limits)
+                if run is not None:
+                    return run
             return self._run(slot, files, argv, limits)
         finally:
             self._slots.put(slot)
 
-    def _command(
-        self, files: Mapping[str, str], argv: Sequence[str]
-    ) -> tuple[list[str], list[int]]:
+    def _walls(self) -> list[str]:
+        """The ``bwrap`` arguments that build the walls (everything but the run's files)."""
         cmd = [self._bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
         cmd += ["--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -258,40 +316,103 @@ class BwrapSandbox:
         cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", WORK_DIR]
         cmd += ["--setenv", "HOME", WORK_DIR, "--setenv", "PATH", "/usr/bin:/bin"]
         cmd += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-        paths = {name: os.path.normpath(name) for name in files}
-        for name, rel in paths.items():
-            if rel.startswith(("/", "..")):
-                raise ValueError(f"sandbox file {name!r} must be a relative path inside the run")
-        fds: list[int] = []
-        try:
-            for name, text in files.items():
-                rel = paths[name]
-                parent = os.path.dirname(rel)
-                if parent:
-                    cmd += ["--dir", f"{WORK_DIR}/{parent}"]
-                fd = os.memfd_create("sandbox-file", 0)
-                fds.append(fd)
-                with open(fd, "wb", closefd=False) as f:
-                    f.write(text.encode())
-                os.lseek(fd, 0, os.SEEK_SET)
-                cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
-        cmd += ["--chdir", WORK_DIR, "--"]
+        return cmd
+
+    def _program(self, argv: Sequence[str]) -> list[str]:
         program = list(argv)
         if program and program[0] in ("python", "python3"):
             program[0] = self._python
-        return cmd + program, fds
+        return program
+
+    def _command(
+        self, files: Mapping[str, str], argv: Sequence[str]
+    ) -> tuple[list[str], list[int]]:
+        args, fds = _file_args(files)
+        return [*self._walls(), *args, "--chdir", WORK_DIR, "--", *self._program(argv)], fds
+
+    def _nproc(self, limits: SandboxLimits) -> int:
+        return limits.processes if self._root else _own_processes() + limits.processes
+
+    def _uid(self, slot: int) -> int:
+        return sandbox_uid(os.getpid(), slot) if self._root else -1
+
+    # ------------------------------------------------------------------------- warm
+
+    def _start_server(self, slot: int) -> ForkServer:
+        uid = self._uid(slot)
+
+        def server_walls() -> None:  # the server's own: each run sets its limits on itself
+            if uid >= 0:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.nice(NICENESS)
+
+        server = ForkServer.start(self._walls(), self._python, server_walls, _file_args)
+        self.servers_started += 1
+        return server
+
+    def _server(self, slot: int) -> ForkServer | None:
+        future = self._servers[slot]
+        if future is None:
+            future = self._servers[slot] = self._starter.submit(self._start_server, slot)
+        try:
+            server = future.result()
+        except ForkServerError as e:
+            self._servers[slot] = None
+            self._failures += 1
+            if self._failures >= _WARM_FAILURES:
+                self._warm = False
+                log.warning("sandbox: warm runs off after %d failed starts: %s", self._failures, e)
+            return None
+        self._failures = 0
+        return server
+
+    def _retire(self, slot: int, server: ForkServer) -> None:
+        server.close()
+        self._servers[slot] = self._starter.submit(self._start_server, slot)
+
+    def _warm_run(
+        self, slot: int, files: Mapping[str, str], argv: Sequence[str], limits: SandboxLimits
+    ) -> SandboxRun | None:
+        started = time.monotonic()
+        for _attempt in range(2):
+            server = self._server(slot)
+            if server is None:
+                return None
+            try:
+                code, out, timed_out, reason = server.run(
+                    files,
+                    self._program(argv),
+                    asdict(limits),
+                    self._nproc(limits),
+                    output_bytes=limits.output_bytes,
+                )
+            except ForkServerError:  # gone before the run started: nothing ran, go again
+                self._retire(slot, server)
+                continue
+            if not server.usable:
+                self._retire(slot, server)
+            text = out.decode("utf-8", "replace")
+            return SandboxRun(
+                exit_code=code,
+                output=text,
+                timed_out=timed_out,
+                reason=reason or _limit_hit(code, text),
+                duration_s=time.monotonic() - started,
+            )
+        return None
+
+    # ------------------------------------------------------------------------- cold
 
     def _run(
         self, slot: int, files: Mapping[str, str], argv: Sequence[str], limits: SandboxLimits
     ) -> SandboxRun:
         started = time.monotonic()
         cmd, fds = self._command(files, argv)
-        nproc = limits.processes if self._root else _own_processes() + limits.processes
-        uid = sandbox_uid(os.getpid(), slot) if self._root else -1
+        nproc = self._nproc(limits)
+        uid = self._uid(slot)
 
         def walls() -> None:  # in the child, before exec: everything inside inherits these
             if uid >= 0:
@@ -306,6 +427,7 @@ class BwrapSandbox:
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            os.nice(NICENESS)
 
         try:
             proc = subprocess.Popen(  # argv is ours; the code runs inside bwrap
@@ -324,6 +446,51 @@ class BwrapSandbox:
             for fd in fds:
                 os.close(fd)
         return _collect(proc, limits, started)
+
+
+_WARM_FAILURES = 3
+"""Failed fork-server starts in a row after which a sandbox runs cold (a bwrap per run)."""
+_boxes: list[BwrapSandbox] = []
+
+
+@atexit.register
+def _close_boxes() -> None:
+    for box in _boxes:
+        box.close()
+
+
+def _relative_paths(files: Mapping[str, str]) -> dict[str, str]:
+    """Each file's path inside the work dir; a path that would leave it is refused."""
+    paths = {name: os.path.normpath(name) for name in files}
+    for name, rel in paths.items():
+        if rel.startswith(("/", "..")):
+            raise ValueError(f"sandbox file {name!r} must be a relative path inside the run")
+    return paths
+
+
+def _file_args(files: Mapping[str, str]) -> tuple[list[str], list[int]]:
+    """``bwrap`` arguments placing ``files`` in the work dir, from memfds: (args, fds to pass
+    and close once bwrap has started)."""
+    paths = _relative_paths(files)
+    cmd: list[str] = []
+    fds: list[int] = []
+    try:
+        for name, text in files.items():
+            rel = paths[name]
+            parent = os.path.dirname(rel)
+            if parent:
+                cmd += ["--dir", f"{WORK_DIR}/{parent}"]
+            fd = os.memfd_create("sandbox-file", 0)
+            fds.append(fd)
+            with open(fd, "wb", closefd=False) as f:
+                f.write(text.encode())
+            os.lseek(fd, 0, os.SEEK_SET)
+            cmd += ["--file", str(fd), f"{WORK_DIR}/{rel}"]
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return cmd, fds
 
 
 def _collect(proc: subprocess.Popen[bytes], limits: SandboxLimits, started: float) -> SandboxRun:
@@ -449,7 +616,7 @@ _opened: dict[int, Sandbox] = {}
 _open_lock = threading.Lock()
 
 
-def open_sandbox(mode: str = "auto", *, slots: int = 2) -> Sandbox:
+def open_sandbox(mode: str = "auto", *, slots: int = DEFAULT_SLOTS) -> Sandbox:
     """The sandbox ``mode`` asks for (``SANDBOX_MODES``), probed with one real run.
 
     ``auto`` falls back to a ``DisabledSandbox`` that says why; ``bwrap`` raises
@@ -487,12 +654,14 @@ def _probe(slots: int) -> Sandbox:
     box = BwrapSandbox(bwrap, python, slots=slots)
     run = box.run({"probe.py": "print('ok')\n"}, ["python3", "-I", "-S", "probe.py"])
     if run.exit_code != 0 or "ok" not in run.output:
+        box.close()
         lines = run.output.strip().splitlines()
         why = run.reason or (
             f"bwrap cannot start (no user or network namespaces?): "
             f"{lines[-1] if lines else 'no output'}"
         )
         return DisabledSandbox(why[:300])
+    box.warm_up()  # every slot's server, before the first candidates come
     return box
 
 

@@ -2,7 +2,11 @@
 
     .venv/bin/python bench/dispatch_bench.py [--deliberations 300] [--in-flight 50]
         [--runtime ray|local] [--no-peer-review] [--delay 1.0]
-        [--max-in-flight N] [--warmup 10]
+        [--max-in-flight N] [--warmup 10] [--sandbox auto|bwrap|off] [--compare N]
+
+``--compare N`` runs the same bench N times with ``--sandbox off`` and N times with ``auto``,
+alternating back to back, and prints what the executed checks (DEV candidates run in the
+sandbox) cost the hot path: overhead p50 and p99 and deliberations/s, on over off, per pair.
 
 Path measured: a deliberation is requested (Requested saved to JetStream) → the dispatcher sees
 it on the feed, claims it from the work queue, records Started → 3 agents are called in parallel
@@ -62,6 +66,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -452,6 +457,57 @@ async def run(args: argparse.Namespace) -> None:
         )
 
 
+_FIGURES = {
+    "overhead": re.compile(
+        r"overhead \(e2e − Σ phase max call\) p50\s+([\d.]+) ms\s+p99\s+([\d.]+)"
+    ),
+    "rate": re.compile(r"deliberations\s+([\d.]+) /s \(to Completed\)"),
+}
+
+
+def compare(argv: Sequence[str], pairs: int) -> None:
+    """``--compare N``: N runs with ``--sandbox off`` and N with ``auto``, alternating back to
+    back (each its own process, so each starts its own node), then the sandbox's ratios per
+    pair against the goals: overhead p50 ≤ 2×, p99 ≤ 3×, deliberations/s ≥ 0.95×."""
+    rest: list[str] = []
+    skip = False
+    for a in argv:  # everything but --compare and --sandbox (and their values)
+        if skip:
+            skip = False
+        elif a in ("--compare", "--sandbox"):
+            skip = True
+        elif not a.startswith(("--compare=", "--sandbox=")):
+            rest.append(a)
+    rows: list[tuple[float, float, float, float, float, float]] = []
+    for i in range(pairs):
+        got: dict[str, tuple[float, float, float]] = {}
+        for mode in ("off", "auto"):
+            cmd = [sys.executable, __file__, *rest, "--sandbox", mode]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+            print(f"--- pair {i + 1}, --sandbox {mode}\n{out.rstrip()}", flush=True)
+            oh = _FIGURES["overhead"].search(out)
+            rate = _FIGURES["rate"].search(out)
+            if oh is None or rate is None:
+                raise SystemExit(f"--sandbox {mode} printed no figures (see above)")
+            got[mode] = (float(oh.group(1)), float(oh.group(2)), float(rate.group(1)))
+        (p50, p99, r), (p50s, p99s, rs) = got["off"], got["auto"]
+        rows.append((p50, p99, r, p50s, p99s, rs))
+    print("\nSANDBOX ON vs OFF (overhead p50 / p99 ms, deliberations/s; ratios on / off)")
+    for i, (p50, p99, r, p50s, p99s, rs) in enumerate(rows, 1):
+        print(
+            f"  pair {i}: off {p50:.1f} / {p99:.1f} ms, {r:.1f}/s   on {p50s:.1f} / {p99s:.1f} ms, "
+            f"{rs:.1f}/s   → p50 {p50s / p50:.2f}×, p99 {p99s / p99:.2f}×, rate {rs / r:.2f}×"
+        )
+    m50 = statistics.median(x[3] / x[0] for x in rows)
+    m99 = statistics.median(x[4] / x[1] for x in rows)
+    mr = statistics.median(x[5] / x[2] for x in rows)
+    print(
+        f"  median of {pairs}: p50 {m50:.2f}× (goal ≤ 2: {'MET' if m50 <= 2 else 'NOT MET'}), "
+        f"p99 {m99:.2f}× (goal ≤ 3: {'MET' if m99 <= 3 else 'NOT MET'}), "
+        f"rate {mr:.2f}× (goal ≥ 0.95: {'MET' if mr >= 0.95 else 'NOT MET'})"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--deliberations", type=int, default=300)
@@ -488,7 +544,18 @@ def main() -> None:
         default="dispatcher,agents",
         help="what runs in the benchmark's process (add 'projectors' to project in it too)",
     )
-    asyncio.run(run(p.parse_args()))
+    p.add_argument(
+        "--compare",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N pairs of runs, --sandbox off then auto, back to back; prints their ratios",
+    )
+    args = p.parse_args()
+    if args.compare:
+        compare(sys.argv[1:], args.compare)
+        return
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

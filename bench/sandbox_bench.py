@@ -6,9 +6,10 @@ Three figures, all measured in one run on one machine:
 
 * PER CANDIDATE: one DEV candidate (the ten-task corpus' ``median``, right) run in the bubblewrap
   sandbox against the acceptance tests and a peer's tests (``execution.run_candidate``: what
-  scoring does for each candidate), p50/p99 over ``--runs``; beside it the raw ceilings measured
-  in the same run, interleaved: a bare ``python3 -I -S -c pass`` subprocess (the least any
-  process-per-candidate design pays) and ``bwrap … python3 -c pass`` (the walls, no tests).
+  scoring does for each candidate), p50/p99 over ``--runs``, warm (a child of the slot's fork
+  server, the default) and cold (a bwrap per run); beside them, measured in the same run,
+  interleaved: a bare ``python3 -I -S -c pass`` subprocess (the least any
+  process-per-candidate design pays) and ``python3 -c pass`` behind each kind of walls.
 * SCORING STEP: ``assess_candidates`` for a three-candidate DEV deliberation (right, wrong,
   right again) with acceptance tests and cross-execution, p50/p99.
 * SHARE OF A DELIBERATION (unless ``--no-node``): a real node (nats-server, Valkey, LadybugDB,
@@ -46,35 +47,45 @@ def line(name: str, xs: list[float]) -> str:
     return f"{name:<44} p50 {pct(xs, 0.5) * 1000:7.1f} ms   p99 {pct(xs, 0.99) * 1000:7.1f} ms"
 
 
-def per_candidate(box: BwrapSandbox, runs: int) -> None:
+def per_candidate(box: BwrapSandbox, cold: BwrapSandbox, runs: int) -> None:
     [t] = [t for t in TASKS if t.name == "median"]
     suites = {"acceptance": t.acceptance, "peer": t.wrong_tests}
     python = "/usr/bin/python3"
     limits = SandboxLimits()
-    cand: list[float] = []
-    bare: list[float] = []
-    walls: list[float] = []
-    for _ in range(3):  # warm the page cache for all three
-        run_candidate(box, t.right, suites, limits)
+    times: dict[str, list[float]] = {
+        "ceiling: bare `python3 -c pass` subprocess": [],
+        "cold walls: bwrap + `python3 -c pass`": [],
+        "cold: a candidate, a bwrap per run": [],
+        "warm walls: fork server `python3 -c pass`": [],
+        "warm: a candidate vs acceptance + peer tests": [],
+    }
+    bare, cold_walls, cold_cand, warm_walls, cand = times.values()
+    for sandbox in (box, cold):  # warm the page cache and the servers
+        for _ in range(3):
+            run_candidate(sandbox, t.right, suites, limits)
+    started = box.servers_started
     for _ in range(runs):
         t0 = time.perf_counter()
         subprocess.run([python, "-I", "-S", "-c", "pass"], check=True)
         bare.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        r = box.run({}, ["python3", "-I", "-S", "-c", "pass"], limits)
-        walls.append(time.perf_counter() - t0)
-        assert r.exit_code == 0, r
-        t0 = time.perf_counter()
-        done = run_candidate(box, t.right, suites, limits)
-        cand.append(time.perf_counter() - t0)
-        assert done.reported and done.suites["acceptance"].failed == 0, done
+        for sandbox, out in ((cold, cold_walls), (box, warm_walls)):
+            t0 = time.perf_counter()
+            r = sandbox.run({}, ["python3", "-I", "-S", "-c", "pass"], limits)
+            out.append(time.perf_counter() - t0)
+            assert r.exit_code == 0, r
+        for sandbox, out in ((cold, cold_cand), (box, cand)):
+            t0 = time.perf_counter()
+            done = run_candidate(sandbox, t.right, suites, limits)
+            out.append(time.perf_counter() - t0)
+            assert done.reported and done.suites["acceptance"].failed == 0, done
     print(f"\nPER CANDIDATE ({runs} runs each, interleaved)")
-    print(line("ceiling: bare `python3 -c pass` subprocess", bare))
-    print(line("walls only: bwrap + `python3 -c pass`", walls))
-    print(line("a candidate vs acceptance + peer tests", cand))
+    for name, xs in times.items():
+        print(line(name, xs))
+    b = statistics.median(bare)
     print(
-        f"  → a candidate costs {statistics.median(cand) / statistics.median(bare):.1f}× the bare"
-        f" subprocess, {statistics.median(cand) / statistics.median(walls):.1f}× the walls alone"
+        f"  → a candidate costs {statistics.median(cand) / b:.2f}× the bare subprocess warm "
+        f"(target ≤ 1.5×), {statistics.median(cold_cand) / b:.2f}× cold; "
+        f"bwrap starts for {2 * runs} warm runs: {box.servers_started - started}"
     )
 
 
@@ -143,7 +154,8 @@ def main() -> None:
     args = p.parse_args()
     box = open_sandbox("bwrap")
     assert isinstance(box, BwrapSandbox)
-    per_candidate(box, args.runs)
+    cold = BwrapSandbox(box._bwrap, box._python, warm=False)
+    per_candidate(box, cold, args.runs)
     scoring_step(box, max(10, args.runs // 3))
     if args.no_node:
         return

@@ -85,5 +85,7 @@ def test_without_reference_code_the_run_cannot_apply_and_counts_nothing(
     got = assess(sandbox, {"qa-1": DOES_NOT_COLLECT, "qa-2": GOOD}, "")
     for a in got.values():
         passed, _score, message = run_of(a)
-        assert passed and message == "not applicable: no reference code (metadata reference_code)"
+        # not applicable: it says why, does not pass and does not count
+        assert not passed
+        assert message == "not applicable: no reference code (metadata reference_code)"
     assert got["qa-1"].score == got["qa-2"].score  # as before the run existed
