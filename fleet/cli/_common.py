@@ -18,6 +18,8 @@ from fleet.config import ConfigError, Settings
 from natsio import servers
 
 if TYPE_CHECKING:
+    from nats.aio.client import Client as NatsClient
+
     from fleet.client import ClientSecurity, FleetClient
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -178,11 +180,20 @@ async def reachable_event_store(args: argparse.Namespace) -> tuple[str, str]:
     return url, stream
 
 
-async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Connect once (two quick attempts), then close: the server at ``url`` answers.
+class Unreachable(Exception):
+    """A NATS server did not answer ``connect_once``; ``cause`` is the last error seen."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+async def connect_once(url: str, timeout_s: float, *, name: str) -> NatsClient:
+    """A connection to ``url`` after one quick attempt and one retry, without nats-py's
+    reconnect loop or its traceback per attempt (a command, not a running node).
 
     Raises:
-        CliError: it does not (refused, unknown host, no greeting within ``timeout_s``).
+        Unreachable: refused, unknown host, or no greeting within ``timeout_s``.
     """
     import nats
     from nats.errors import Error as NatsError
@@ -193,10 +204,10 @@ async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
         seen.append(e)
 
     try:
-        nc = await asyncio.wait_for(
+        return await asyncio.wait_for(
             nats.connect(
                 servers(url),
-                name="fleet-cli",
+                name=name,
                 connect_timeout=timeout_s,
                 allow_reconnect=False,
                 max_reconnect_attempts=1,  # nats-py: 0 and -1 both mean "for ever"
@@ -206,9 +217,20 @@ async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Non
             timeout_s * 2,
         )
     except (OSError, NatsError, TimeoutError) as e:
-        cause = seen[-1] if seen else e
-        why = str(cause).strip() or f"no answer within {timeout_s:g} s"
-        msg = f"cannot reach NATS at {masked(url)} ({type(cause).__name__}: {why})"
+        raise Unreachable(seen[-1] if seen else e) from None
+
+
+async def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Connect once (two quick attempts), then close: the server at ``url`` answers.
+
+    Raises:
+        CliError: it does not (refused, unknown host, no greeting within ``timeout_s``).
+    """
+    try:
+        nc = await connect_once(url, timeout_s, name="fleet-cli")
+    except Unreachable as e:
+        why = str(e.cause).strip() or f"no answer within {timeout_s:g} s"
+        msg = f"cannot reach NATS at {masked(url)} ({type(e.cause).__name__}: {why})"
         raise CliError(msg) from None
     await nc.close()
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 from typing import Any, cast
 
-from fleet.cli._common import masked
+from fleet.cli._common import Unreachable, connect_once, masked
 from fleet.cli.doctor._finding import Finding, Setup, Status, explain, in_thread
 
 # NATS ---------------------------------------------------------------------------------------
@@ -28,36 +27,18 @@ async def check_nats(setup: Setup) -> Finding:
 
 
 async def _check_nats_server(url: str, setup: Setup) -> Finding:
-    import nats
     from nats.errors import Error as NatsError
     from nats.js.errors import NotFoundError
 
     from eventstore._setup import MIN_SERVER
-    from natsio import servers
 
     where, t = masked(url), setup.timeout_s
     unreachable = "start nats-server -js there, or set NATS_URL (unset: `fleet up` starts one)"
-    seen: list[Exception] = []
-
-    async def remember(e: Exception) -> None:  # instead of nats-py's traceback per attempt
-        seen.append(e)
-
     try:
-        nc = await asyncio.wait_for(
-            nats.connect(
-                servers(url),
-                name="fleet-doctor",
-                connect_timeout=t,
-                allow_reconnect=False,
-                max_reconnect_attempts=1,
-                error_cb=remember,
-            ),
-            t,
-        )
-    except (OSError, NatsError, TimeoutError) as e:
-        cause = seen[-1] if seen else e
-        detail = f"unreachable ({explain(cause) if str(cause) else f'no answer within {t:g} s'})"
-        return Finding("nats", Status.FAIL, where, detail, unreachable)
+        nc = await connect_once(url, t, name="fleet-doctor")
+    except Unreachable as e:
+        why = explain(e.cause) if str(e.cause) else f"no answer within {t:g} s"
+        return Finding("nats", Status.FAIL, where, f"unreachable ({why})", unreachable)
     try:
         version = nc.connected_server_version
         if (version.major, version.minor) < MIN_SERVER:
