@@ -359,8 +359,10 @@ async def test_a_window_refused_in_its_middle_leaves_no_gap_and_no_duplicate(
     assert got[2].body == {"event_type": "foreign"}
     ours = [r for r in got if r.body.get("producer") == "fleet-orchestrator"]
     _assert_once_in_order(ours, head)
-    # The window was refused after its 2nd message, and the rest of it sent again.
-    assert stream.sent == 2 * MESSAGES_PER_ROUND - 2
+    # The window was refused after its 2nd message and the refused part sent again; never the
+    # two that landed. (How many were refused depends on how the runner's first batch fell: all
+    # of the round when it was read at once, fewer on a loaded machine.)
+    assert MESSAGES_PER_ROUND < stream.sent <= 2 * MESSAGES_PER_ROUND - 2
     assert await asyncio.to_thread(verify_outbox, app, projection) == []
 
 
