@@ -8,6 +8,15 @@ Paging is keyset paging on ``(created_at, id)``, both strings in every adapter (
 times sort as text): a page token names the last row returned and a digest of the filters, so it
 is stable while new deliberations arrive and refuses to continue a different query. The token is
 opaque to clients (URL-safe base64 of a small JSON object); its format may change.
+
+A search (``DeliberationListing.search``, the web console's search box) is a separate query from
+the pages because it answers a different question: "where is the one I mean", not "page through
+everything". It returns the newest ``SEARCH_LIMIT`` matches and says when there were more, so a
+vague search is narrowed rather than paged. Matching is case-insensitive substring matching
+(``toLower`` and ``CONTAINS``, which LadybugDB and Neo4j both answer the same way) over the task
+text, task id and deliberation id; every word must match somewhere. It scans the Deliberation
+nodes, which at 10,000 deliberations costs a few milliseconds on the embedded graph: no text
+index is needed at the console's scale.
 """
 
 from __future__ import annotations
@@ -28,7 +37,13 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 TASK_PREVIEW_CHARS = 1000  # a page of 500 stays far below the 4 MiB message limit
 
-_LIST = """
+SEARCH_LIMIT = 50
+"""A search answers at most this many matches (and says when there were more)."""
+MAX_SEARCH_WORDS = 8
+"""More words than this are refused: each one is a clause in the query."""
+
+# The list's and the search's filters and columns: one text, so the two always agree.
+_FILTERED = """
 MATCH (d:Deliberation)
 WHERE d.created_at IS NOT NULL
   AND ($status = '' OR d.status = $status)
@@ -37,15 +52,27 @@ WHERE d.created_at IS NOT NULL
   AND ($story_id = '' OR d.story_id = $story_id)
   AND ($after = '' OR d.created_at >= $after)
   AND ($before = '' OR d.created_at < $before)
-  AND ($cursor_at = '' OR d.created_at < $cursor_at
-       OR (d.created_at = $cursor_at AND d.id < $cursor_id))
-RETURN d.id AS id, d.task_id AS task_id, d.role AS role, d.status AS status,
+"""
+
+_NEWEST_FIRST = """RETURN d.id AS id, d.task_id AS task_id, d.role AS role, d.status AS status,
        d.plan_id AS plan_id, d.story_id AS story_id, d.created_at AS created_at,
        d.finished_at AS finished_at, d.winner AS winner, d.num_agents AS num_agents,
        d.rounds AS rounds, d.task AS task
 ORDER BY created_at DESC, id DESC
 LIMIT {limit}
 """
+
+_LIST = (
+    _FILTERED
+    + """  AND ($cursor_at = '' OR d.created_at < $cursor_at
+       OR (d.created_at = $cursor_at AND d.id < $cursor_id))
+"""
+    + _NEWEST_FIRST
+)
+
+_SEARCH = _FILTERED + "  AND {words}\n" + _NEWEST_FIRST
+
+_SEARCHED_TEXT = "toLower(coalesce(d.task, '') + ' ' + coalesce(d.task_id, '') + ' ' + d.id)"
 
 _COUNT_OPEN = """
 MATCH (d:Deliberation)
@@ -104,6 +131,15 @@ class Page:
     """Empty on the last page."""
 
 
+@dataclass(frozen=True)
+class Matches:
+    """A search's answer: the newest matches, at most ``SEARCH_LIMIT`` of them."""
+
+    items: list[Summary]
+    more: bool
+    """There were more matches than ``items`` holds: narrow the search."""
+
+
 class DeliberationListing:
     """Lists deliberations from the history graph. Use from one asyncio loop."""
 
@@ -128,6 +164,28 @@ class DeliberationListing:
             token = _encode(str(last["created_at"]), str(last["id"]), f.digest())
         return Page(items=items, next_token=token)
 
+    async def search(self, f: ListFilter, text: str) -> Matches:
+        """The newest deliberations under ``f`` whose task text, task id or deliberation id
+        holds every word of ``text`` (case-insensitively); no words: the newest under ``f``.
+
+        Raises:
+            InvalidDeliberationError: ``text`` has more than ``MAX_SEARCH_WORDS`` words (field
+                ``q``), or ``f``'s role is not a role.
+            ServiceUnavailableError: no history graph is configured.
+        """
+        found = _words(text)
+        params: dict[str, Any] = dict(f.params())
+        if self._graph is None:
+            raise ServiceUnavailableError("no history graph is configured")
+        clauses = []
+        for i, w in enumerate(found):
+            params[f"w{i}"] = w
+            clauses.append(f"{_SEARCHED_TEXT} CONTAINS $w{i}")
+        cypher = _SEARCH.format(words=" AND ".join(clauses) or "true", limit=SEARCH_LIMIT + 1)
+        rows = await self._graph.query(cypher, params, limit=SEARCH_LIMIT + 1)
+        items = [_summary(r) for r in rows]
+        return Matches(items=items[:SEARCH_LIMIT], more=len(items) > SEARCH_LIMIT)
+
     async def count_open(self) -> int:
         """Deliberations requested and not yet ended (PENDING or IN_PROGRESS), in the graph.
 
@@ -142,6 +200,14 @@ class DeliberationListing:
         }
         rows = await self._graph.query(_COUNT_OPEN, params, limit=1)
         return int(rows[0]["n"]) if rows else 0
+
+
+def _words(text: str) -> list[str]:
+    """The lower-cased words of ``text``; refuses more than ``MAX_SEARCH_WORDS``."""
+    found = [w for w in text.lower().split() if w]
+    if len(found) > MAX_SEARCH_WORDS:
+        raise InvalidDeliberationError("q", f"at most {MAX_SEARCH_WORDS} words, got {len(found)}")
+    return found
 
 
 def _iso(t: datetime | None) -> str:

@@ -29,7 +29,7 @@ from application.ports import CouncilDirectory
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.web import _live, _present, _search, _vocabulary
+from fleet.web import _live, _present, _vocabulary
 from fleet.web._calls import WebRefused, call
 from fleet.web._security import Handler, error, security_headers, token_check
 
@@ -145,16 +145,16 @@ class WebConsole:
             text = str(q.get("q", "")).strip()
             body: dict[str, Any]
             if text:
-                found, more = await _search.search(self.services.queries, f, text)
-                body = {"items": [_present.summary_json(s) for s in found], "next_token": ""}
-                body["more"] = more
+                found = await listing.search(f, text)
+                body = {"items": [_present.summary_json(s) for s in found.items], "next_token": ""}
+                body["more"] = found.more
             else:
                 page = await listing.list(f, page_size=size, page_token=q.get("page_token", ""))
                 body = {
                     "items": [_present.summary_json(s) for s in page.items],
                     "next_token": page.next_token,
                 }
-        except (InvalidDeliberationError, _search.SearchError) as e:
+        except InvalidDeliberationError as e:
             return error(400, str(e))
         if q.get("counts", "1") != "0":
             body["counts"] = await self._counts()
