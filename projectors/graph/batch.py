@@ -26,13 +26,13 @@ graph: each execution has a fixed cost there. Pure; no I/O.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from projectors.graph.statements import LAST, SAME, Statement
 
-__all__ = ["Execution", "plan"]
+__all__ = ["Execution", "Layers", "plan", "plan_layers"]
 
 
 @dataclass
@@ -62,8 +62,97 @@ def plan(statements: Iterable[Statement]) -> list[Execution]:
     """Group ``statements`` (in stream order) into executions that give the same graph."""
     out: list[Execution] = []
     slots: dict[str, list[int]] = {}  # statement text -> indices of its executions, ascending
+
+    def place(s: Statement, floor: int) -> int:
+        mine = slots.setdefault(s.cypher, [])
+        at = bisect.bisect_right(mine, floor)
+        if at < len(mine):
+            return mine[at]
+        out.append(Execution(s.cypher))
+        mine.append(len(out) - 1)
+        return len(out) - 1
+
+    last_rows = _place_all(statements, place, lambda slot: out[slot].rows, lambda: len(out))
+    tail: dict[str, Execution] = {}
+    for s in last_rows:
+        tail.setdefault(s.cypher, Execution(s.cypher)).rows.append(s.params)
+    return out + list(tail.values())
+
+
+@dataclass
+class Layers:
+    """A plan in layers: layer after layer, and in each the vocabulary's order, one execution per
+    statement at most. ``layers[k]`` maps a statement's index in the vocabulary to its rows."""
+
+    layers: list[dict[int, list[Mapping[str, Any]]]]
+
+    @property
+    def rows(self) -> int:
+        return sum(len(rows) for layer in self.layers for rows in layer.values())
+
+    def executions(self, vocabulary: Sequence[str]) -> list[Execution]:
+        """The same plan as one execution per statement and layer, in order."""
+        return [
+            Execution(vocabulary[i], rows)
+            for layer in self.layers
+            for i, rows in sorted(layer.items())
+        ]
+
+
+def plan_layers(statements: Iterable[Statement], vocabulary: Mapping[str, int]) -> Layers:
+    """Group ``statements`` like ``plan``, into slots fixed by a vocabulary instead of made up
+    as rows arrive: the slots run layer by layer, and inside a layer in ``vocabulary``'s order
+    (statement text -> index). A row takes the first slot of its statement past what it must
+    follow, so a batch needs another layer only where a row must follow one of a statement that
+    comes later in the vocabulary: with statements in the order an event's life writes them,
+    a live batch of a few deliberations fits in one.
+
+    The shape of every plan is then the vocabulary repeated, which is what lets an adapter run
+    a whole batch as one query whose text (and so its cached plan) depends on the number of
+    layers alone (``projectors.graph.neo4j``). LAST rows go after everything, in the last layer
+    when their statements come after every other one in the vocabulary (as they should).
+
+    Raises:
+        KeyError: a statement is not in ``vocabulary``.
+    """
+    width = max(vocabulary.values(), default=0) + 1
+    slots: dict[int, list[Mapping[str, Any]]] = {}
+    top = -1
+
+    def after(floor: int, index: int) -> int:
+        layer, at = divmod(floor, width) if floor >= 0 else (0, -1)
+        return (layer if index > at else layer + 1) * width + index
+
+    def place(s: Statement, floor: int) -> int:
+        nonlocal top
+        slot = after(floor, vocabulary[s.cypher])
+        top = max(top, slot)
+        return slot
+
+    last_rows = _place_all(
+        statements, place, lambda slot: slots.setdefault(slot, []), lambda: top + 1
+    )
+    for s in last_rows:
+        slots.setdefault(after(top, vocabulary[s.cypher]), []).append(s.params)
+    layers: list[dict[int, list[Mapping[str, Any]]]] = []
+    for slot in sorted(slots):
+        layer, index = divmod(slot, width)
+        while len(layers) <= layer:
+            layers.append({})
+        layers[layer][index] = slots[slot]
+    return Layers(layers)
+
+
+def _place_all(
+    statements: Iterable[Statement],
+    place: Callable[[Statement, int], int],
+    rows_of: Callable[[int], list[Mapping[str, Any]]],
+    planned: Callable[[], int],
+) -> list[Statement]:
+    """Put each non-LAST row in the slot ``place`` picks past the latest one it must follow
+    (slots are ordered by number); return the LAST rows, reduced to the last one per node."""
     touched: dict[str, _Touches] = {}
-    barrier = -1  # the latest execution a row that names nothing went into
+    barrier = -1  # the latest slot a row that names nothing went into
     last_rows: dict[tuple[str, str], Statement] = {}
     for s in statements:
         if s.policy == LAST:
@@ -71,16 +160,8 @@ def plan(statements: Iterable[Statement]) -> list[Execution]:
             last_rows.pop(key, None)  # re-insert: keeps the order of the final writes
             last_rows[key] = s
             continue
-        floor = _floor(s, touched, barrier, len(out))
-        mine = slots.setdefault(s.cypher, [])
-        at = bisect.bisect_right(mine, floor)
-        if at < len(mine):
-            chosen = mine[at]
-        else:
-            out.append(Execution(s.cypher))
-            chosen = len(out) - 1
-            mine.append(chosen)
-        out[chosen].rows.append(s.params)
+        chosen = place(s, _floor(s, touched, barrier, planned()))
+        rows_of(chosen).append(s.params)
         if not s.reads and not s.writes:
             barrier = max(barrier, chosen)
         for thing in s.reads:
@@ -89,10 +170,7 @@ def plan(statements: Iterable[Statement]) -> list[Execution]:
         for thing in s.writes:
             t = touched.setdefault(thing, _Touches())
             t.written[s.cypher] = max(t.written.get(s.cypher, -1), chosen)
-    tail: dict[str, Execution] = {}
-    for s in last_rows.values():
-        tail.setdefault(s.cypher, Execution(s.cypher)).rows.append(s.params)
-    return out + list(tail.values())
+    return list(last_rows.values())
 
 
 def _floor(s: Statement, touched: Mapping[str, _Touches], barrier: int, planned: int) -> int:

@@ -66,6 +66,7 @@ __all__ = [
     "RELEASE",
     "REL_TYPES",
     "SAME",
+    "VOCABULARY",
     "WRITE_CLAIM",
     "WRITE_POSITION",
     "Statement",
@@ -916,3 +917,29 @@ def _(e: Deliberation.PeerRatingsReceived, base: dict[str, Any]) -> list[Stateme
         reads = (_agent_key(rater), _props(d_id, target))
         out.append(_row(cypher, row, node="rating", reads=reads))
     return out
+
+
+# ---------------------------------------------------------------- the vocabulary
+
+VOCABULARY: tuple[str, ...] = tuple(
+    dict.fromkeys(  # _MEMBER_AGENT and _AGENT are one text
+        (
+            # Councils first (they exist before the deliberations they convene; their rows
+            # name nothing, so a row after one follows it anyway), then plans and stories,
+            _COUNCIL, _COUNCIL_STATUS, _REGISTERED_AGENT, _JOINED, _RECONFIGURED, _LEFT,
+            _ALL_LEFT, _COUNCIL_TOUCH,
+            _PLAN_APPROVED, _PLAN_ROLE_SKIPPED, _PLAN_NOTHING_DISPATCHED,
+            _STORY, _PHASE, _PHASE_CHANGE,
+            # then a deliberation's life in the order it writes the graph,
+            _REQUESTED, _PLAN, _SPAWNED, _STORY_DELIBERATION, _STORY_PLAN, _STATUS, _AGENT,
+            _MEMBER_AGENT, _CONVENED, _SAT_IN, _PROPOSAL, _LATE_PROPOSAL, _HAS_PROPOSAL,
+            _PROPOSED, _CRITIQUED, _CRITIQUED_UNRATED, _RATED, _RATED_UNSCORED, _SCORED,
+            _ARCHITECT, _SELECTED, _FELL_BACK, _COMPLETED, _WON_BY, _TIMED_OUT, _CLOSED, _EVENT,
+            # and the LAST rows, which go after everything else.
+            _TOUCH, _AGENT_MODEL,
+        )
+    )
+)  # fmt: skip
+"""Every data statement, once, in the order of a deliberation's life: the slots of
+``projectors.graph.batch.plan_layers``, whose batches of a few deliberations then fit in one
+layer (a row needs a later layer only to follow a row of a statement listed after its own)."""

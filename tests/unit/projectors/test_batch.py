@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aggregates import Deliberation
-from projectors.graph.batch import plan
-from projectors.graph.statements import ORDERED, SAME, Statement, statements_for
+from projectors.graph import statements as vocabulary_module
+from projectors.graph.batch import Execution, Layers, plan, plan_layers
+from projectors.graph.statements import ORDERED, SAME, VOCABULARY, Statement, statements_for
 from tests.unit.projectors import scenarios
 
 
@@ -82,3 +85,98 @@ def test_one_deliberation_is_a_few_executions_deep_not_one_per_step() -> None:
     texts = {s.cypher for s in statements}
     assert len(executions) == len(texts)  # each statement runs once, for all its rows
     assert any(isinstance(e, Deliberation.ProposalScored) for e in events)
+
+
+# ---------------------------------------------------------------- layers (Neo4j's plan)
+
+_ORDER = {"CREATE": 0, "LINK": 1, "SCORE": 2}
+
+
+def _slots(layers: Layers) -> list[tuple[int, str, list[str]]]:
+    names = {i: text for text, i in _ORDER.items()}
+    return [
+        (k, names[i], [r["x"] for r in rows])
+        for k, layer in enumerate(layers.layers)
+        for i, rows in sorted(layer.items())
+    ]
+
+
+def test_layers_keep_the_order_a_read_and_a_write_need() -> None:
+    layers = plan_layers(
+        [
+            _rows("CREATE", "p0", writes=("props:a",)),
+            _rows("LINK", "p0", reads=("props:a",)),
+            _rows("SCORE", "s0", writes=("props:a",)),
+            _rows("CREATE", "p1", writes=("props:a",)),  # a revision: after the score
+            _rows("SCORE", "s1", writes=("props:a",)),
+            _rows("CREATE", "q0", writes=("props:b",)),  # another agent's: the first slot
+        ],
+        _ORDER,
+    )
+    assert _slots(layers) == [
+        (0, "CREATE", ["p0", "q0"]),
+        (0, "LINK", ["p0"]),
+        (0, "SCORE", ["s0"]),
+        (1, "CREATE", ["p1"]),
+        (1, "SCORE", ["s1"]),
+    ]
+
+
+def test_a_row_naming_nothing_is_a_barrier_in_layers_too() -> None:
+    layers = plan_layers(
+        [_rows("LINK", "1", writes=("k1",)), _rows("CREATE", "2"), _rows("SCORE", "3")],
+        _ORDER,
+    )
+    assert _slots(layers) == [(0, "LINK", ["1"]), (1, "CREATE", ["2"]), (1, "SCORE", ["3"])]
+
+
+def test_a_live_batch_of_several_deliberations_is_one_layer_of_the_vocabulary() -> None:
+    """A whole deliberation of each kind as one batch: one layer, so that Neo4j writes it with
+    one query; and the same rows as the greedy plan runs. A proposal that arrives late, after
+    the scores, changes what they wrote: it takes a second layer."""
+    app = scenarios.popo_app()
+    scenarios.completed(app, late=False)
+    scenarios.timed_out(app)
+    scenarios.all_failed(app)
+    events = [
+        (app.mapper.to_domain_event(n), n.id) for n in app.recorder.select_notifications(1, 1000)
+    ]
+    statements = [s for e, p in events for s in statements_for(e, p)]
+    vocabulary = {text: i for i, text in enumerate(VOCABULARY)}
+    layers = plan_layers(statements, vocabulary)
+    assert len(layers.layers) == 1
+    scenarios.completed(app, late=True)
+    events = [
+        (app.mapper.to_domain_event(n), n.id) for n in app.recorder.select_notifications(1, 1000)
+    ]
+    with_late = plan_layers([s for e, p in events for s in statements_for(e, p)], vocabulary)
+    second = {VOCABULARY[i] for i in with_late.layers[1]}
+    assert vocabulary_module._LATE_PROPOSAL in second
+    greedy = plan(statements)
+
+    def rows(executions: list[Execution]) -> list[tuple[str, str]]:
+        return sorted((x.cypher, repr(sorted(r.items()))) for x in executions for r in x.rows)
+
+    assert rows(layers.executions(VOCABULARY)) == rows(greedy)
+    assert layers.rows == sum(len(x.rows) for x in greedy)
+
+
+def test_the_vocabulary_holds_every_statement_once() -> None:
+    """A statement added to ``statements`` but not to ``VOCABULARY`` would fail every Neo4j
+    write of its event (``plan_layers`` raises on it): listed here, it fails this test first."""
+    texts = {
+        v
+        for k, v in vars(vocabulary_module).items()
+        if k.startswith("_") and isinstance(v, str) and "UNWIND $rows AS r" in v
+    }
+    assert set(VOCABULARY) == texts
+    assert len(VOCABULARY) == len(set(VOCABULARY))
+    assert all(v.count("$rows") == 1 for v in VOCABULARY)  # what the layer query renames
+    last = [
+        i
+        for i, v in enumerate(VOCABULARY)
+        if v in {vocabulary_module._TOUCH, vocabulary_module._AGENT_MODEL}
+    ]
+    assert last == [len(VOCABULARY) - 2, len(VOCABULARY) - 1]  # LAST rows: no extra layer
+    with pytest.raises(KeyError):
+        plan_layers([_rows("UNKNOWN", "1", writes=("k",))], _ORDER)
