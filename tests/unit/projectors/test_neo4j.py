@@ -12,8 +12,8 @@ import pytest
 
 from projectors.errors import PositionMovedError, ProjectionFencedError, ReadOnlyQueryError
 from projectors.fence import Fence
-from projectors.graph.neo4j import CONSTRAINTS, Neo4jGraph, _apply_tx
-from projectors.graph.statements import WRITE_POSITION, Statement
+from projectors.graph.neo4j import CONSTRAINTS, LAYER_QUERY, Neo4jGraph, _apply_tx
+from projectors.graph.statements import VOCABULARY, WRITE_POSITION, Statement
 
 
 class _Result:
@@ -44,17 +44,30 @@ class FakeTransaction:
         return _Result(None)
 
 
-_AGENT = "UNWIND $rows AS r MERGE (a:Agent {id: r.id})"
+_AGENT = next(text for text in VOCABULARY if "MERGE (a:Agent {id: r.agent_id})" in text)
+_SLOT = f"s{VOCABULARY.index(_AGENT)}"
 
 
-def test_apply_locks_compares_writes_then_moves_the_position() -> None:
+@pytest.mark.parametrize("combined_rows", [400, 0])
+def test_apply_locks_compares_writes_then_moves_the_position(combined_rows: int) -> None:
+    """A small batch runs as the layer query, its rows in their statement's slot (the others
+    empty); past ``combined_rows``, each statement on its own. Both between lock and move."""
     tx = FakeTransaction(position=4)
     a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
     batch = [(5, [a]), (6, [b])]
-    assert _apply_tx(tx, "graph", batch) == 2  # type: ignore[arg-type]
+    assert _apply_tx(tx, "graph", batch, None, None, combined_rows) == 2  # type: ignore[arg-type]
     assert "SET x.position = coalesce" in tx.ran[0][0]  # the lock comes first
-    assert tx.ran[1] == (_AGENT, {"rows": [{"id": "a"}, {"id": "b"}]})  # one UNWIND for both
+    rows = [{"id": "a"}, {"id": "b"}]  # one UNWIND for both
+    if combined_rows:
+        cypher, params = tx.ran[1]
+        assert cypher == LAYER_QUERY
+        assert params["b"][_SLOT] == rows
+        assert len(params["b"]) == len(VOCABULARY)
+        assert not any(v for k, v in params["b"].items() if k != _SLOT)
+    else:
+        assert tx.ran[1] == (_AGENT, {"rows": rows})
     assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 6, "lease_until": None})
+    assert len(tx.ran) == 3
 
 
 @pytest.mark.parametrize("stored", [5, 9])
