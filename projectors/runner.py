@@ -9,7 +9,10 @@ in progress and its own, and a burst is absorbed in catch-up-sized steps. Once t
 started with is applied, and when nothing has arrived for ``idle_s`` after a write, the runner
 calls the projection's optional ``idle()`` (the graph may checkpoint its write-ahead log there,
 so the engine need not stall a live commit to do it). Each batch carries the runner's fence and
-the position it started from; the store refuses it when either changed. The runner keeps no
+the position it started from; the store refuses it when either changed. Batches are pipelined:
+the runner's thread decodes (and a ``StagedProjection`` translates) the next batch while a
+writer thread writes the one before, one write in flight at most; the position moves when a
+write ends, and a write in flight ends before anything else touches the store. The runner keeps no
 position of its own that matters: a restart (of the runner or the process) resumes from the
 store, and the store ignores what it has already applied.
 
@@ -32,6 +35,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -42,7 +47,7 @@ from eventsourcing.persistence import Notification
 from projectors._feed import Feed
 from projectors.errors import PositionMovedError, ProjectionFencedError, ProjectionStoppedError
 from projectors.fence import DEFAULT_LEASE_MS, Fence
-from projectors.projection import Projection
+from projectors.projection import Projection, StagedProjection
 
 __all__ = ["DEFAULT_BATCH_SIZE", "ProjectorRunner", "RunnerState"]
 
@@ -51,6 +56,25 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
 DEFAULT_IDLE_S = 1.0
 _MAX_BACKOFF_S = 5.0
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A batch ready to write: ``write`` stores it (and returns how many events were ours)."""
+
+    write: Callable[[], int]
+    first: int
+    last: int
+    at: datetime | None  # the recording time of its last event
+
+    def submit(self, writer: ThreadPoolExecutor) -> _Write:
+        return _Write(self, writer.submit(self.write))
+
+
+@dataclass(frozen=True)
+class _Write:
+    staged: _Staged
+    future: Future[int]
 
 
 class RunnerState:
@@ -69,7 +93,9 @@ class ProjectorRunner:
     """Runs ``projection`` over ``app``'s events in a daemon thread.
 
     Thread-safety: ``start``, ``stop``, ``wait``, ``position``, ``state`` and ``error`` may be
-    called from any thread; only the runner's own thread calls the projection's writes.
+    called from any thread. The projection is called from the runner's thread and its writer
+    thread, never from both at once except a ``StagedProjection``'s ``stage`` (pure) beside
+    a write.
 
     Args:
         app: the application whose recorder and mapper to read (FleetApplication in Fleet).
@@ -299,13 +325,21 @@ class ProjectorRunner:
         renew_s = self._lease_ms / 3000
         renew_at = time.monotonic() + renew_s
         dirty = True  # the store may hold a previous run's un-checkpointed writes
+        writer = ThreadPoolExecutor(1, thread_name_prefix=f"write-{self.name}")
+        pending: _Write | None = None  # a full batch being written while the next is staged
         try:
             while not self._is_stopped():
-                now = time.monotonic()
-                wait = max(0.0, renew_at - now)
-                if dirty:
-                    wait = min(wait, self._idle_s)
-                taken = feed.take(wait, after=base, limit=self._batch_size)
+                if pending is not None:  # behind: stage what is queued, else finish the write
+                    taken = feed.take(0.0, after=base, limit=self._batch_size)
+                    if taken is None:
+                        self._finish(pending)
+                        pending = None
+                        continue
+                else:
+                    wait = max(0.0, renew_at - time.monotonic())
+                    if dirty:
+                        wait = min(wait, self._idle_s)
+                    taken = feed.take(wait, after=base, limit=self._batch_size)
                 if taken is None:  # quiet
                     if dirty:
                         self._idle()
@@ -315,37 +349,66 @@ class ProjectorRunner:
                         renew_at = time.monotonic() + renew_s
                     continue
                 if taken.notifications:
-                    base = self._apply(taken.notifications, base, fence)
-                    renew_at = time.monotonic() + renew_s  # a fenced write renewed the lease
+                    staged = self._stage(taken.notifications, base, fence)
+                    self._finish(pending)
+                    pending = None
+                    if len(taken.notifications) >= self._batch_size:  # behind: pipelined
+                        pending = staged.submit(writer)
+                    else:  # live: what arrives while this commits goes in the next one
+                        self._published(staged, staged.write())
+                    base = staged.last
+                    renew_at = time.monotonic() + renew_s  # a fenced write renews the lease
                     dirty = True
                     if backlog and base >= backlog:  # the catch-up is applied: before live
+                        self._finish(pending)
+                        pending = None
                         self._idle()
                         dirty = False
                         backlog = 0
                 if taken.ended:
+                    self._finish(pending)
+                    pending = None
                     if taken.error is not None:
                         raise taken.error
                     return
         finally:
+            if pending is not None:  # leaving on an error: the store is ours again once the
+                pending.future.exception()  # write in flight has ended (its error dropped)
+            writer.shutdown(wait=True)
             feed.close()
             with self._cond:
                 self._feed = None
 
-    def _apply(self, batch: Sequence[Notification], base: int, fence: Fence | None) -> int:
+    def _stage(self, batch: Sequence[Notification], base: int, fence: Fence | None) -> _Staged:
+        """The batch's work that needs no store, done on the runner's thread while the batch
+        before it is written: decoding, and the projection's own (``StagedProjection``)."""
         mapper = self._app.mapper
         items = [(mapper.to_domain_event(n), n.id) for n in batch]
-        applied = self._projection.apply_batch(items, base=base, fence=fence)
-        last = batch[-1].id
         at = getattr(items[-1][0], "timestamp", None)
+        projection = self._projection
+        if isinstance(projection, StagedProjection):
+            write = projection.stage(items, base=base, fence=fence)
+        else:
+
+            def write() -> int:
+                return projection.apply_batch(items, base=base, fence=fence)
+
+        return _Staged(write, batch[0].id, batch[-1].id, at if isinstance(at, datetime) else None)
+
+    def _finish(self, pending: _Write | None) -> None:
+        """Wait for ``pending``'s write, if any, raising its error, and publish its position."""
+        if pending is not None:
+            self._published(pending.staged, pending.future.result())
+
+    def _published(self, staged: _Staged, applied: int) -> None:
         with self._cond:
-            self._position = last
+            self._position = staged.last
             self._applied += applied
-            if isinstance(at, datetime):
-                self._last_time = at
+            if staged.at is not None:
+                self._last_time = staged.at
             self._cond.notify_all()
         if self._on_batch is not None:
-            self._on_batch(batch[0].id, last, applied)
-        return last
+            self._on_batch(staged.first, staged.last, applied)
 
     def _idle(self) -> None:
         idle = getattr(self._projection, "idle", None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from projectors.fence import Fence
 from projectors.graph.port import DecisionGraph
@@ -59,5 +59,17 @@ class GraphProjection:
         self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
     ) -> int:
         """Project ``items`` past ``base`` in one transaction; see ``DecisionGraph.apply_batch``."""
+        return self.stage(items, base=base, fence=fence)()
+
+    def stage(
+        self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
+    ) -> Callable[[], int]:
+        """The events' statements now (a third of a Neo4j catch-up's time when done in line),
+        the transaction when called (``StagedProjection``)."""
         batch = [(p, statements_for(e, p)) for e, p in items if p > base]
-        return self.graph.apply_batch(self.name, batch, base=base, fence=fence)
+        graph, name = self.graph, self.name
+
+        def write() -> int:
+            return graph.apply_batch(name, batch, base=base, fence=fence)
+
+        return write

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,13 +134,18 @@ class _Counting(GraphProjection):
         self.gate.set()
         self.entered = threading.Event()
 
-    def apply_batch(
+    def stage(
         self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
-    ) -> int:
-        self.entered.set()
-        assert self.gate.wait(20)
-        self.calls.append(items[-1][1])
-        return super().apply_batch(items, base=base, fence=fence)
+    ) -> Callable[[], int]:
+        write = super().stage(items, base=base, fence=fence)
+
+        def gated() -> int:
+            self.entered.set()
+            assert self.gate.wait(20)
+            self.calls.append(items[-1][1])
+            return write()
+
+        return gated
 
     def idle(self) -> None:
         self.idles += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +42,19 @@ class _Held(GraphProjection):
         self.go = threading.Event()
         self.calls: list[list[int]] = []
 
-    def apply_batch(
+    def stage(
         self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
-    ) -> int:
-        self.calls.append([p for _, p in items])
-        if len(self.calls) == 1:
-            self.entered.set()
-            assert self.go.wait(20)
-        return super().apply_batch(items, base=base, fence=fence)
+    ) -> Callable[[], int]:
+        write = super().stage(items, base=base, fence=fence)
+
+        def held() -> int:
+            self.calls.append([p for _, p in items])
+            if len(self.calls) == 1:
+                self.entered.set()
+                assert self.go.wait(20)
+            return write()
+
+        return held
 
 
 class _Redelivering:
