@@ -16,12 +16,15 @@ import json
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
 from natsio.deadletter import DEAD_LETTER_PREFIX
 from natsio.streams import checked_replicas
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "KINDS",
@@ -33,6 +36,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
 
 KINDS = ("turn", "review", "assess")
 """What a piece of work asks for: ``AgentRuntime.run_turn``, ``.review`` or ``.assess``."""
@@ -123,7 +127,7 @@ class WorkMessage:
     role: str
     deadline: float
     """Unix time after which nobody waits for the answer (the caller's budget, retries included)."""
-    body: dict[str, Any]
+    body: dict[str, object]
     """The ``AgentTurn``, ``ReviewInput`` or ``AssessmentInput``, encoded."""
     attempt: str = ""
     """Empty for a call's first queuing; a call queued again because the stored result is a
@@ -169,7 +173,7 @@ class ResultMessage:
     kind: str
     key: str
     ok: bool
-    body: Any = None
+    body: object = None
     """The encoded ``TurnResult``/``ReviewResult``, or a list of ``Assessment``."""
     error: str = ""
     worker: str = ""
@@ -208,11 +212,17 @@ class ResultMessage:
             raise ValueError(f"malformed agent result message ({e!r}): {data[:80]!r}") from None
 
 
-def _dumps(obj: Any) -> bytes:
+def _dumps(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def encode(obj: Any) -> Any:
+@typing.overload
+def encode(obj: DataclassInstance) -> dict[str, object]: ...
+@typing.overload
+def encode(obj: list[D] | tuple[D, ...]) -> list[dict[str, object]]: ...
+@typing.overload
+def encode(obj: object) -> object: ...
+def encode(obj: object) -> object:
     """A dataclass (or a list of them) as JSON-ready data."""
     if isinstance(obj, list | tuple):
         return [encode(o) for o in obj]
@@ -221,7 +231,7 @@ def encode(obj: Any) -> Any:
     return obj
 
 
-def decode(cls: type[T], data: Any) -> T:
+def decode(cls: type[T], data: object) -> T:
     """Rebuild a frozen dataclass of ``agent_runtime.api`` (or a value type) from ``encode``'s
     output, following the class's type hints. Unknown keys are ignored; missing ones default."""
     if not isinstance(data, dict):

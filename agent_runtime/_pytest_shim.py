@@ -74,20 +74,20 @@ def approx(expected: Any, rel: float = 1e-6, abs: float = 1e-12) -> _Approx:
 
 class _Mark:
     def parametrize(
-        self, names: str | Iterable[str], values: Iterable[Any]
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        self, names: str | Iterable[str], values: Iterable[object]
+    ) -> Callable[[Callable[..., object]], Callable[..., object]]:
         split = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
 
-        def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def mark(fn: Callable[..., object]) -> Callable[..., object]:
             fn._fleet_parametrize = (split, list(values))  # type: ignore[attr-defined]
             return fn
 
         return mark
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> Callable[..., object]:
         """Other marks (``skip``, ``slow``, …) leave the test as it is."""
 
-        def mark(*a: Any, **_k: Any) -> Any:
+        def mark(*a: object, **_k: object) -> object:
             return a[0] if a and callable(a[0]) else (lambda fn: fn)
 
         return mark

@@ -33,14 +33,22 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn, Protocol, TypeVar
 
+from ray import ObjectRef
 from ray.exceptions import RayError, RayTaskError
 
 from agent_runtime import _ray_refs
 from agent_runtime.api import AgentTurnError
 
-__all__ = ["BATCH_LINGER_S", "ActorBatches", "CallBatcher", "Outcome"]
+__all__ = [
+    "BATCH_LINGER_S",
+    "ActorBatches",
+    "BatchingActor",
+    "CallBatcher",
+    "Outcome",
+    "RemoteMethod",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +67,28 @@ class Outcome:
     kind: str
     """"ok" (``value`` is the result), "error" (``value`` is the message), "pending" (still
     running: collect it later), or "lost" (the actor no longer knows the call: restarted)."""
-    value: Any = None
+    value: object = None
+
+
+R = TypeVar("R")
+
+
+class RemoteMethod(Protocol[R]):
+    """An actor method as a handle shows it: ``remote(...)`` starts the call."""
+
+    def remote(self, *args: object) -> ObjectRef[R]: ...
+
+
+class BatchingActor(Protocol):
+    """What ``CallBatcher`` needs of an actor handle (a Ray ``ActorHandle`` of an actor that
+    holds an ``ActorBatches``): its ``run_batch`` and ``collect``, plus the methods the calls
+    name, reached by name (``getattr``)."""
+
+    @property
+    def run_batch(self) -> RemoteMethod[list[Outcome]]: ...
+
+    @property
+    def collect(self) -> RemoteMethod[list[Outcome]]: ...
 
 
 class ActorBatches:
@@ -69,9 +98,10 @@ class ActorBatches:
         methods: the calls a batch may make, by name (e.g. ``run_turn`` → the member's method).
     """
 
-    def __init__(self, methods: dict[str, Callable[[Any], Awaitable[Any]]]) -> None:
+    def __init__(self, methods: dict[str, Callable[[Any], Awaitable[object]]]) -> None:
+        # Any: each method takes its own input type, and the argument arrives untyped from Ray.
         self._methods = methods
-        self._batches: dict[str, dict[int, asyncio.Task[Any]]] = {}
+        self._batches: dict[str, dict[int, asyncio.Task[object]]] = {}
         self._groups: dict[str, dict[int, str]] = {}
 
     @property
@@ -81,13 +111,13 @@ class ActorBatches:
     async def run(
         self,
         batch_id: str,
-        calls: Sequence[tuple[str, Any, str]],
+        calls: Sequence[tuple[str, object, str]],
         linger_s: float,
         keep_s: float,
     ) -> list[Outcome]:
         """Start every call (method, argument, group), then answer as ``collect`` does. A batch
         Ray re-sends after a crash finds nothing here and simply starts again."""
-        tasks: dict[int, asyncio.Task[Any]] = {}
+        tasks: dict[int, asyncio.Task[object]] = {}
         for i, (method, arg, _) in enumerate(calls):
             fn = self._methods.get(method)
             if fn is None:
@@ -130,7 +160,7 @@ class ActorBatches:
 
 
 async def _settle(
-    tasks: dict[int, asyncio.Task[Any]], groups: dict[int, str], linger_s: float
+    tasks: dict[int, asyncio.Task[object]], groups: dict[int, str], linger_s: float
 ) -> None:
     """Wait until every task is done, or ``linger_s`` after the first is, or until a task
     finishes whose group has nothing left running: its caller waits for nothing else."""
@@ -138,7 +168,7 @@ async def _settle(
         return
     loop = asyncio.get_running_loop()
     group_of = {t: groups.get(i, "") for i, t in tasks.items()}
-    pending: set[asyncio.Task[Any]] = set(tasks.values())
+    pending: set[asyncio.Task[object]] = set(tasks.values())
     deadline: float | None = None
     while pending:
         timeout = None if deadline is None else deadline - loop.time()
@@ -156,11 +186,11 @@ async def _settle(
             return  # a group is complete: its caller is waiting for exactly these answers
 
 
-async def _refuse(method: str) -> Any:
+async def _refuse(method: str) -> NoReturn:
     raise AgentTurnError(f"actor has no batch method {method!r}")
 
 
-def _outcome(task: asyncio.Task[Any]) -> Outcome:
+def _outcome(task: asyncio.Task[object]) -> Outcome:
     if task.cancelled():
         return Outcome("error", "call cancelled on the actor")
     e = task.exception()
@@ -173,10 +203,10 @@ def _outcome(task: asyncio.Task[Any]) -> Outcome:
 @dataclass(eq=False)
 class _Call:
     method: str
-    arg: Any
+    arg: object
     key: str
     timeout_s: float
-    future: asyncio.Future[Any]
+    future: asyncio.Future[object]
     group: str = ""
 
 
@@ -189,16 +219,23 @@ class CallBatcher:
 
     def __init__(self, linger_s: float = BATCH_LINGER_S) -> None:
         self._linger_s = linger_s
-        self._pending: dict[Any, list[_Call]] = {}
-        self._actors: dict[Any, Any] = {}
+        self._pending: dict[int, list[_Call]] = {}
+        self._actors: dict[int, BatchingActor] = {}
         self._flushing = False
         self._sends: set[asyncio.Task[None]] = set()
         self.ray_calls = 0
         """Ray calls sent (batches, lone calls and collects): for tests and benchmarks."""
 
     def submit(
-        self, actor: Any, method: str, arg: Any, *, key: str, timeout_s: float, group: str = ""
-    ) -> Any:
+        self,
+        actor: BatchingActor,
+        method: str,
+        arg: object,
+        *,
+        key: str,
+        timeout_s: float,
+        group: str = "",
+    ) -> asyncio.Future[object]:
         """Queue one call to ``actor``; returns a future of its result (AgentTurnError on
         failure). Cancelling the future abandons the call (a lone call is cancelled in Ray).
         ``group``: the calls the caller waits for together (e.g. a deliberation's id); the one
@@ -257,17 +294,20 @@ class CallBatcher:
         for c in calls:
             _fail(c, AgentTurnError(f"{c.key}: {type(e).__name__}: {e}"))
 
-    def _remote_one(self, actor: Any, call: _Call) -> Any:
+    def _remote_one(self, actor: BatchingActor, call: _Call) -> ObjectRef[object]:
         self.ray_calls += 1
-        return getattr(actor, call.method).remote(call.arg)
+        ref: ObjectRef[object] = getattr(actor, call.method).remote(call.arg)
+        return ref
 
-    def _remote_batch(self, actor: Any, batch_id: str, calls: list[_Call]) -> Any:
+    def _remote_batch(
+        self, actor: BatchingActor, batch_id: str, calls: list[_Call]
+    ) -> ObjectRef[list[Outcome]]:
         self.ray_calls += 1
         items = [(c.method, c.arg, c.group) for c in calls]
         keep_s = max(c.timeout_s for c in calls)
         return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
 
-    async def _send_one(self, actor: Any, call: _Call, ref: Any) -> None:
+    async def _send_one(self, actor: BatchingActor, call: _Call, ref: ObjectRef[object]) -> None:
         call.future.add_done_callback(lambda f: _ray_refs.cancel(ref) if f.cancelled() else None)
         try:
             result = await _ray_refs.result(ref)
@@ -281,11 +321,11 @@ class CallBatcher:
 
     async def _send_batch(
         self,
-        actor: Any,
+        actor: BatchingActor,
         calls: list[_Call],
         *,
         retry_lost: bool,
-        sent: tuple[str, Any] | None = None,
+        sent: tuple[str, ObjectRef[list[Outcome]]] | None = None,
     ) -> None:
         """Run ``calls`` as one batch, collecting those still running until none is left.
         ``sent``: (batch id, reference) of its ``run_batch`` when already sent."""

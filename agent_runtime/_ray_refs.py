@@ -22,12 +22,16 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from typing import Any
+from typing import TypeVar, cast
 
 import ray
+from ray import ObjectRef
+from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
 __all__ = ["cancel", "connected", "connection_lost", "is_client_ref", "kill", "result"]
+
+T = TypeVar("T")
 
 _THREADS = 4
 """Threads that wait on the client: each wait is a round trip (milliseconds), or the reconnect
@@ -45,7 +49,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
-def is_client_ref(ref: Any) -> bool:
+def is_client_ref(ref: object) -> bool:
     """Whether ``ref`` is a Ray client's object reference (made through ``ray://``)."""
     from ray.util.client.common import ClientObjectRef
 
@@ -65,7 +69,7 @@ def connection_lost(e: BaseException) -> bool:
     return isinstance(e, ConnectionError) or not connected()
 
 
-async def result(ref: Any) -> Any:
+async def result(ref: ObjectRef[T]) -> T:
     """The value of ``ref`` (raises what ``await ref`` raises), never blocking the loop.
 
     Cancelling the caller abandons the wait; the call itself goes on (``cancel`` stops it).
@@ -74,13 +78,13 @@ async def result(ref: Any) -> Any:
         return await ref
     loop = asyncio.get_running_loop()
     # ``future()`` waits for the reference's id (the client server's acknowledgement).
-    pending: concurrent.futures.Future[Any] = await loop.run_in_executor(_executor(), ref.future)
+    pending: concurrent.futures.Future[T] = await loop.run_in_executor(_executor(), ref.future)
     # Shielded: a cancelled caller must not cancel the concurrent future, whose late answer
     # Ray's data thread would then fail to set (and log as an error).
     return await asyncio.shield(asyncio.wrap_future(pending))
 
 
-def cancel(ref: Any) -> None:
+def cancel(ref: ObjectRef[T]) -> None:
     """Ask Ray to cancel the call behind ``ref``; returns at once. Best effort: a call that
     finished, or a connection that is gone, has nothing left to cancel."""
     if not is_client_ref(ref):
@@ -90,14 +94,15 @@ def cancel(ref: Any) -> None:
     _executor().submit(_cancel_quietly, ref)
 
 
-def _cancel_quietly(ref: Any) -> None:
+def _cancel_quietly(ref: ObjectRef[T]) -> None:
     # Any error: the client may have lost its connection, and then the call is gone with it.
     with contextlib.suppress(Exception):
         ray.cancel(ref)
 
 
-async def kill(actor: Any, *, no_restart: bool = True) -> None:
-    """``ray.kill(actor)`` off the loop. Nothing to do once a client's connection is gone: its
+async def kill(actor: object, *, no_restart: bool = True) -> None:
+    """``ray.kill(actor)`` off the loop (``actor``: a Ray actor handle, typed by whatever
+    protocol its owner describes it with). Nothing to do once a client's connection is gone: its
     actors belong to the connection's server on the cluster, which ends with it."""
     if not connected():
         return
@@ -106,6 +111,6 @@ async def kill(actor: Any, *, no_restart: bool = True) -> None:
     def _kill() -> None:
         # RayError/ValueError: already dead; anything else: the connection dropped meanwhile.
         with contextlib.suppress(Exception):
-            ray.kill(actor, no_restart=no_restart)
+            ray.kill(cast("ActorHandle[object]", actor), no_restart=no_restart)
 
     await loop.run_in_executor(_executor(), _kill)

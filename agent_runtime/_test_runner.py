@@ -24,9 +24,22 @@ import sys
 import traceback
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import TypedDict
 
 PER_TEST_S = 2.0
+
+
+class _SuiteReport(TypedDict):
+    error: str
+    tests: dict[str, str]
+    """test → "" when it passed, else why it failed."""
+
+
+class _Report(TypedDict):
+    """The JSON line the runner prints last (``execution.run_candidate`` reads it)."""
+
+    import_error: str
+    suites: dict[str, _SuiteReport]
 
 
 class _TestTimeout(Exception):
@@ -46,19 +59,19 @@ def _why(exc: BaseException) -> str:
     return line[:300]
 
 
-def _cases(fn: Callable[..., Any]) -> list[tuple[str, tuple[Any, ...]]]:
+def _cases(fn: Callable[..., object]) -> list[tuple[str, tuple[object, ...]]]:
     params = getattr(fn, "_fleet_parametrize", None)
     if not params:
         return [("", ())]
     names, values = params
-    cases: list[tuple[str, tuple[Any, ...]]] = []
+    cases: list[tuple[str, tuple[object, ...]]] = []
     for i, v in enumerate(values):
         args = v if len(names) > 1 else (v,)
         cases.append((f"[{i}]", tuple(args)))
     return cases
 
 
-def _run_suite(name: str, path: str, solution_ns: dict[str, Any]) -> dict[str, Any]:
+def _run_suite(name: str, path: str, solution_ns: dict[str, object]) -> _SuiteReport:
     ns = dict(solution_ns)
     ns["__name__"] = f"suite_{name}"
     ns["__file__"] = path
@@ -92,9 +105,9 @@ def main() -> None:
     here = os.getcwd()
     sys.path.insert(0, here)
     signal.signal(signal.SIGALRM, _alarm)
-    suites: dict[str, dict[str, Any]] = {}
-    result: dict[str, Any] = {"import_error": "", "suites": suites}
-    solution_ns: dict[str, Any] = {}
+    suites: dict[str, _SuiteReport] = {}
+    result: _Report = {"import_error": "", "suites": suites}
+    solution_ns: dict[str, object] = {}
     signal.setitimer(signal.ITIMER_REAL, PER_TEST_S)
     try:
         import solution

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from agent_runtime.api import Candidate, ReviewInput
 from agent_runtime.openai_client import ChatMessage
@@ -46,7 +45,7 @@ _WINNER_KEYS = ("winner", "choice", "chosen", "selected", "proposal", "label", "
 _WHY_KEYS = ("rationale", "reason", "why", "justification", "explanation")
 
 
-def selection_schema(labels: list[str]) -> dict[str, Any]:
+def selection_schema(labels: list[str]) -> dict[str, object]:
     """JSON schema of the answer: one label and a rationale."""
     return {
         "type": "object",

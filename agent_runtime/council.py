@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from agent_runtime.api import (
     AgentTurn,
@@ -61,7 +61,7 @@ STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "guided_json", "none")
 A server that answers 400 to the constrained request is asked again without it."""
 
 
-def structured_output_body(mode: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+def structured_output_body(mode: str, schema: Mapping[str, object]) -> dict[str, object]:
     """The extra request fields that constrain the answer to ``schema`` in ``mode``."""
     if mode == "json_schema":
         spec = {"name": "peer_reviews", "schema": dict(schema), "strict": True}
@@ -79,6 +79,17 @@ CONTINUE_FINAL_MESSAGE: Mapping[str, bool] = {
 }
 """vLLM's flags for "continue the last assistant message" (the prefill). Sent only with a prefill;
 llama.cpp's server ignores them (its ``fleet-base`` format always continues a final prefill)."""
+
+
+class _ReviewCallOptions(TypedDict):
+    """The keyword arguments of a review's ``OpenAIChatClient.chat`` (sent once, maybe twice)."""
+
+    temperature: float
+    max_tokens: int | None
+    seed: int | None
+    timeout_s: float | None
+    user: str | None
+    model: str | None
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,7 @@ class CouncilMember:
             messages = review_messages(request, labelled)
             schema = review_schema(list(labelled))
         extra = structured_output_body(self.endpoint.structured_output, schema)
-        kwargs: dict[str, Any] = dict(
+        kwargs = _ReviewCallOptions(
             temperature=0.0,  # a judge should be steady; the seed pins the rest
             max_tokens=self.endpoint.review_max_tokens,
             seed=request.sampling.seed,

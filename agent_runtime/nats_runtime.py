@@ -59,6 +59,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
 
@@ -73,7 +74,14 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from natsio import StreamSetupError, close_connection, ensure_stream, pull_batches, servers
+from natsio import (
+    PullSubscription,
+    StreamSetupError,
+    close_connection,
+    ensure_stream,
+    pull_batches,
+    servers,
+)
 
 __all__ = [
     "NatsAgentRuntime",
@@ -94,7 +102,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 async def ensure_streams(
-    js: Any,
+    js: JetStreamContext,
     names: QueueNames,
     *,
     duplicate_window_s: float = 120.0,
@@ -155,7 +163,7 @@ class NatsAgentRuntime:
         self._waiting: defaultdict[tuple[str, str], set[_Waiter]] = defaultdict(set)
         self._listener: asyncio.Task[None] | None = None
         self._listener_error: BaseException | None = None
-        self._sub: Any = None
+        self._sub: JetStreamContext.PullSubscription | None = None
         self._closed = False
         self.published = 0
         self.deduplicated = 0
@@ -303,7 +311,7 @@ class NatsAgentRuntime:
     # -- one call
 
     async def _call(
-        self, kind: str, key: str, role: str, body: dict[str, Any], timeout_s: float
+        self, kind: str, key: str, role: str, body: dict[str, object], timeout_s: float
     ) -> ResultMessage:
         """Queue one call and wait for its answer, or take the answer already stored.
 
@@ -340,7 +348,7 @@ class NatsAgentRuntime:
         kind: str,
         key: str,
         role: str,
-        body: dict[str, Any],
+        body: dict[str, object],
         timeout_s: float,
     ) -> ResultMessage:
         earlier = await self._stored_result(kind, key)
@@ -409,7 +417,7 @@ class NatsAgentRuntime:
             return None
         return (raw.seq or 0, stored) if stored.key == key else None
 
-    async def _listen(self, sub: Any) -> None:
+    async def _listen(self, sub: PullSubscription) -> None:
         what = f"agent results ({self.durable})"
         async for msgs in pull_batches(sub, batch=256, timeout_s=self._fetch_timeout_s, what=what):
             for msg in msgs:

@@ -46,11 +46,11 @@ import logging
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 import aiohttp
 
@@ -62,6 +62,7 @@ __all__ = [
     "ChatConnectionError",
     "ChatHTTPError",
     "ChatMessage",
+    "ChatRequest",
     "ChatResponseError",
     "ChatTimeoutError",
     "Completion",
@@ -98,7 +99,11 @@ class ChatClientError(AgentRuntimeError):
         self.status = status
         self.attempts = attempts
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., ChatClientError], tuple[type[ChatClientError], str, str, int | None, int]
+    ]:
         # Keyword-only fields: the default reduce would call cls(message) and fail to unpickle
         # (Ray and multiprocessing pickle exceptions across processes).
         return (_rebuild_error, (type(self), str(self), self.url, self.status, self.attempts))
@@ -145,6 +150,19 @@ class ChatMessage:
 
     def as_json(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
+
+
+class ChatRequest(TypedDict):
+    """The fields of a chat completion request that the client itself sets; a caller's
+    ``extra_body`` adds any other top-level field (the wire body is then a plain JSON object)."""
+
+    model: str
+    messages: list[dict[str, str]]
+    stream: bool
+    temperature: NotRequired[float]
+    max_tokens: NotRequired[int]
+    seed: NotRequired[int]
+    user: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -317,7 +335,7 @@ class OpenAIChatClient:
         timeout_s: float | None = None,
         user: str | None = None,
         model: str | None = None,
-        extra_body: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, object] | None = None,
     ) -> Completion:
         """POST one chat completion and return the answer.
 
@@ -337,21 +355,20 @@ class OpenAIChatClient:
         budget = self.default_timeout_s if timeout_s is None else timeout_s
         started = time.monotonic()
         deadline = started + budget
-        body: dict[str, Any] = {
+        request: ChatRequest = {
             "model": model or self.model,
             "messages": [m.as_json() for m in messages],
             "stream": False,
         }
         if temperature is not None:
-            body["temperature"] = temperature
+            request["temperature"] = temperature
         if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+            request["max_tokens"] = max_tokens
         if seed is not None:
-            body["seed"] = seed
+            request["seed"] = seed
         if user:
-            body["user"] = user
-        if extra_body:
-            body.update(extra_body)
+            request["user"] = user
+        body: dict[str, object] = {**request, **(extra_body or {})}
         if self.thinking == "off":
             body = _without_thinking(body)
 
@@ -370,28 +387,33 @@ class OpenAIChatClient:
     async def _complete(
         self,
         session: aiohttp.ClientSession,
-        body: dict[str, Any],
+        body: Mapping[str, object],
         started: float,
         deadline: float,
         budget: float,
     ) -> Completion:
         """The answer to ``body``; in ``auto`` mode, a second request with thinking off when the
         first spent its whole budget thinking (one only: a model that still only thinks fails)."""
+        model = str(body["model"])
         payload, attempts = await self._post_with_retries(session, body, deadline, budget)
         try:
-            return self._parse(payload, attempts=attempts, started=started, model=body["model"])
+            return self._parse(payload, attempts=attempts, started=started, model=model)
         except ThinkingBudgetError as e:
             if self.thinking != "auto":
                 raise
             log.warning("%s; asking again with thinking off", e)
         body = _without_thinking(body)
         payload, more = await self._post_with_retries(session, body, deadline, budget)
-        done = self._parse(payload, attempts=attempts + more, started=started, model=body["model"])
+        done = self._parse(payload, attempts=attempts + more, started=started, model=model)
         return replace(done, thinking_retried=True)
 
     async def _post_with_retries(
-        self, session: aiohttp.ClientSession, body: dict[str, Any], deadline: float, budget: float
-    ) -> tuple[dict[str, Any], int]:
+        self,
+        session: aiohttp.ClientSession,
+        body: Mapping[str, object],
+        deadline: float,
+        budget: float,
+    ) -> tuple[dict[str, object], int]:
         attempt = 0
         while True:
             attempt += 1
@@ -444,7 +466,7 @@ class OpenAIChatClient:
                 raise failure
             await asyncio.sleep(delay)
 
-    async def _read_json(self, resp: aiohttp.ClientResponse, attempt: int) -> dict[str, Any]:
+    async def _read_json(self, resp: aiohttp.ClientResponse, attempt: int) -> dict[str, object]:
         text = await resp.text(errors="replace")
         try:
             data = json.loads(text)
@@ -457,7 +479,7 @@ class OpenAIChatClient:
         return data
 
     def _parse(
-        self, data: dict[str, Any], *, attempts: int, started: float, model: str
+        self, data: Mapping[str, object], *, attempts: int, started: float, model: str
     ) -> Completion:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -493,7 +515,7 @@ class OpenAIChatClient:
         )
 
 
-def _without_thinking(body: Mapping[str, Any]) -> dict[str, Any]:
+def _without_thinking(body: Mapping[str, object]) -> dict[str, object]:
     """``body`` asking the chat template not to think (other template kwargs are kept)."""
     kwargs = body.get("chat_template_kwargs")
     merged = {**(kwargs if isinstance(kwargs, Mapping) else {}), **_THINKING_OFF}

@@ -37,15 +37,21 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Protocol, cast
 
 import ray
-from ray.actor import ActorHandle
+from ray.actor import ActorClass
 from ray.exceptions import RayError
 
 from agent_runtime import _ray_refs
 from agent_runtime._early_ratings import EarlyRatings
-from agent_runtime._ray_batches import ActorBatches, CallBatcher, Outcome
+from agent_runtime._ray_batches import (
+    ActorBatches,
+    BatchingActor,
+    CallBatcher,
+    Outcome,
+    RemoteMethod,
+)
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -150,7 +156,7 @@ class AgentActor:
         return await asyncio.to_thread(self._member.assess, request)
 
     async def run_batch(
-        self, batch_id: str, calls: list[tuple[str, Any, str]], linger_s: float, keep_s: float
+        self, batch_id: str, calls: list[tuple[str, object, str]], linger_s: float, keep_s: float
     ) -> list[Outcome]:
         """Several calls in one Ray call (see ``_ray_batches``)."""
         return await self._batches.run(batch_id, calls, linger_s, keep_s)
@@ -190,16 +196,34 @@ class _Precheck:
     """The candidate's place in the early call's answer."""
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
+class AgentActorHandle(BatchingActor, Protocol):
+    """An ``AgentActor`` as its Ray handle shows it (an ``ActorHandle[AgentActor]`` is one): the
+    methods this runtime calls, with what their calls come back with. Ray types a handle's
+    methods as ``Never``, which would hide every mistake made with them."""
+
+    @property
+    def ping(self) -> RemoteMethod[str]: ...
+
+    @property
+    def stats(self) -> RemoteMethod[ActorStats]: ...
+
+    @property
+    def sandbox(self) -> RemoteMethod[SandboxState]: ...
+
+    @property
+    def close(self) -> RemoteMethod[None]: ...
+
+
+def _retrieved(future: asyncio.Future[list[Assessment]]) -> None:
     """Takes an early check's outcome, so that one nobody awaits is not reported as lost."""
     if not future.cancelled():
         future.exception()
 
 
-_RemoteAgentActor: Any = None
+_RemoteAgentActor: ActorClass[AgentActor] | None = None
 
 
-def _remote_actor_class() -> Any:
+def _remote_actor_class() -> ActorClass[AgentActor]:
     # Wrapped lazily so importing this module does not touch Ray (no I/O at import time).
     global _RemoteAgentActor
     if _RemoteAgentActor is None:
@@ -221,7 +245,7 @@ class RayAgentRuntime:
 
     def __init__(
         self,
-        pools: Mapping[str, Sequence[ActorHandle[AgentActor]]],
+        pools: Mapping[str, Sequence[AgentActorHandle]],
         *,
         endpoint: EndpointConfig,
         max_in_flight: int,
@@ -247,7 +271,7 @@ class RayAgentRuntime:
         api_key: str | None = None,
         max_restarts: int = 3,
         ready_timeout_s: float = 120.0,
-        actor_options: Mapping[str, Any] | None = None,
+        actor_options: Mapping[str, object] | None = None,
         structured_output: str = "json_schema",
         thinking: str = "auto",
         sandbox: str = "auto",
@@ -288,7 +312,7 @@ class RayAgentRuntime:
             thinking=thinking,
             sandbox=sandbox,
         )
-        options: dict[str, Any] = {
+        options: dict[str, object] = {
             "num_cpus": 0,
             "max_restarts": max_restarts,
             "max_task_retries": 1,
@@ -297,10 +321,12 @@ class RayAgentRuntime:
             **dict(actor_options or {}),
         }
         remote = _remote_actor_class()
-        pools: dict[str, list[ActorHandle[AgentActor]]] = {}
+        pools: dict[str, list[AgentActorHandle]] = {}
         for role in dict.fromkeys(r.upper() for r in roles):
+            # ``ActorClass.remote`` is typed as the handle or the class (for editors): a handle.
             pools[role] = [
-                remote.options(**options).remote(role, i, endpoint) for i in range(agents_per_role)
+                cast(AgentActorHandle, remote.options(**options).remote(role, i, endpoint))
+                for i in range(agents_per_role)
             ]
         runtime = cls(pools, endpoint=endpoint, max_in_flight=max_in_flight)
         try:
@@ -319,7 +345,7 @@ class RayAgentRuntime:
     def roles(self) -> tuple[str, ...]:
         return tuple(self._pools)
 
-    def actor_for(self, role: str, agent_id: str) -> ActorHandle[AgentActor]:
+    def actor_for(self, role: str, agent_id: str) -> AgentActorHandle:
         """The actor that serves ``agent_id`` of ``role``. Raises AgentTurnError if no pool."""
         if self._closed:
             raise AgentTurnError(f"runtime is closed (agent {agent_id})")
@@ -364,8 +390,14 @@ class RayAgentRuntime:
         return self._batcher.ray_calls
 
     async def _call(
-        self, actor: Any, method: str, arg: Any, key: str, timeout_s: float, group: str
-    ) -> Any:
+        self,
+        actor: AgentActorHandle,
+        method: str,
+        arg: object,
+        key: str,
+        timeout_s: float,
+        group: str,
+    ) -> object:
         """One bounded call: a slot, the actor's own deadline plus grace, errors named.
         ``group``: its deliberation, whose calls of a phase are awaited together."""
         async with self._slots:
@@ -398,13 +430,17 @@ class RayAgentRuntime:
         plain = replace(request, candidates=texts, peer_review=False)
         actor = pool[zlib.crc32(request.deliberation_id.encode()) % len(pool)]
         key = f"checks {request.deliberation_id}"
-        future = self._batcher.submit(
-            actor,
-            "assess",
-            plain,
-            key=key,
-            timeout_s=PRECHECK_TIMEOUT_S,
-            group=plain.deliberation_id,
+        # What ``AgentActor.assess`` returns: the Ray call carries no type.
+        future = cast(
+            "asyncio.Future[list[Assessment]]",
+            self._batcher.submit(
+                actor,
+                "assess",
+                plain,
+                key=key,
+                timeout_s=PRECHECK_TIMEOUT_S,
+                group=plain.deliberation_id,
+            ),
         )
         future.add_done_callback(_retrieved)
         for i, c in enumerate(plain.candidates):

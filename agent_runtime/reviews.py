@@ -22,7 +22,6 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from agent_runtime.api import Candidate, ReviewInput
 from agent_runtime.openai_client import ChatMessage
@@ -60,7 +59,7 @@ def label_candidates(deliberation_id: str, candidates: Sequence[Candidate]) -> d
     return {_LABELS[i]: c for i, c in enumerate(ordered)}
 
 
-def review_schema(labels: Sequence[str]) -> dict[str, Any]:
+def review_schema(labels: Sequence[str]) -> dict[str, object]:
     """JSON schema of a review answer: one {proposal, score 1..10, critique} per label."""
     return {
         "type": "object",
@@ -153,10 +152,10 @@ def parse_reviews(
 # ------------------------------------------------------------------------------ JSON
 
 
-def json_values(text: str) -> list[Any]:
+def json_values(text: str) -> list[object]:
     """Every JSON object or array found in ``text`` (whole, inside a code fence, or between
     the first opener and the last closer): what a tolerant reader of model output tries."""
-    out: list[Any] = []
+    out: list[object] = []
     stripped = text.strip()
     fence = re.search(r"```(?:json)?\s*(.*?)```", stripped, re.DOTALL)
     pieces = [stripped] + ([fence.group(1)] if fence else [])
@@ -176,7 +175,7 @@ def _from_json(
     text: str, labelled: Mapping[str, Candidate]
 ) -> tuple[dict[str, tuple[float | None, str]], bool]:
     for data in json_values(text):
-        items: list[Any]
+        items: list[object]
         exact = isinstance(data, dict) and set(data) == {"reviews"}
         if isinstance(data, dict) and isinstance(data.get("reviews") or data.get("ratings"), list):
             items = list(data.get("reviews") or data.get("ratings") or [])
@@ -206,7 +205,7 @@ def _from_json(
     return {}, False
 
 
-def _label_of(item: Mapping[str, Any], labelled: Mapping[str, Candidate]) -> str | None:
+def _label_of(item: Mapping[str, object], labelled: Mapping[str, Candidate]) -> str | None:
     for k in _LABEL_KEYS:
         v = item.get(k)
         if isinstance(v, str):

@@ -51,7 +51,8 @@ import sys
 import time
 import traceback
 import types
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TypedDict
 
 WARM_MODULES = (
     "collections.abc",
@@ -92,10 +93,21 @@ _SWEEP_S = 2.0
 """How long the server tries to end a run's leftover processes before it gives up on itself."""
 
 
-def _fingerprint() -> list[tuple[Any, ...]]:
+class _Job(TypedDict):
+    """A run as ``sandbox_warm.WarmSandbox.run`` sends it (the files and argv come apart, in the
+    memfd of ``size`` bytes)."""
+
+    job: int
+    size: int
+    limits: dict[str, float]
+    """``SandboxLimits`` as a dict: ``cpu_s``, ``wall_s``, ``memory_mb``, ``file_mb``, …"""
+    nproc: int
+
+
+def _fingerprint() -> list[tuple[object, ...]]:
     """What a run could leave behind for the next one: every entry of the writable file systems
     (not crossing into other mounts), SysV IPC objects and the keys this uid can see."""
-    out: list[tuple[Any, ...]] = []
+    out: list[tuple[object, ...]] = []
     for top in WATCHED:
         dev = os.lstat(top).st_dev
         stack = [top]
@@ -103,7 +115,7 @@ def _fingerprint() -> list[tuple[Any, ...]]:
             path = stack.pop()
             st = os.lstat(path)
             kind = stat.S_IFMT(st.st_mode)
-            entry: tuple[Any, ...] = (path, kind, st.st_mode, st.st_uid, st.st_dev == dev)
+            entry: tuple[object, ...] = (path, kind, st.st_mode, st.st_uid, st.st_dev == dev)
             if stat.S_ISLNK(st.st_mode):
                 entry += (os.readlink(path),)
             elif stat.S_ISREG(st.st_mode):
@@ -200,7 +212,7 @@ def _exact(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _child(job: dict[str, Any], payload_fd: int, out_fd: int) -> None:
+def _child(job: _Job, payload_fd: int, out_fd: int) -> None:
     """The run itself (never returns): its rlimits, its files, then its argv."""
     code = 1
     try:
@@ -291,7 +303,7 @@ def _run(argv: list[str]) -> int:
     return 127
 
 
-def _main(body: Any) -> int:
+def _main(body: Callable[[], object]) -> int:
     try:
         body()
         code = 0
@@ -311,7 +323,7 @@ def _main(body: Any) -> int:
     return code
 
 
-def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+def _send(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.send(json.dumps(message).encode())
 
 
@@ -320,7 +332,7 @@ def _serve(sock: socket.socket) -> None:
     gc.freeze()  # the children then never touch (and so copy) the server's objects to collect
     modes = {top: stat.S_IMODE(os.lstat(top).st_mode) for top in EMPTIED if os.path.isdir(top)}
     snapshot = _fingerprint()
-    first = {e[0] for e in snapshot if os.path.dirname(str(e[0])) in ("/", "/dev")}
+    first = {str(e[0]) for e in snapshot if os.path.dirname(str(e[0])) in ("/", "/dev")}
     _send(sock, {"ready": True})
     devnull = os.open("/dev/null", os.O_RDWR)  # from now on nothing of the server's is shown
     for fd in (0, 1, 2):
@@ -330,7 +342,7 @@ def _serve(sock: socket.socket) -> None:
         data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 2)
         if not data:
             return
-        job = json.loads(data)
+        job: _Job = json.loads(data)  # from the parent that started us, never from a run
         if "job" not in job or len(fds) != 2:
             for fd in fds:
                 os.close(fd)

@@ -69,11 +69,13 @@ import logging
 import os
 import socket
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, PubAck
 from nats.js.errors import NotFoundError
 
@@ -188,8 +190,8 @@ class AgentWorker(BackgroundService):
         """Calls being run, by stream sequence: a redelivery of one joins it (``_joined``)."""
         self._answered: collections.OrderedDict[int, None] = collections.OrderedDict()
         """The latest calls answered here, by stream sequence: a delivery of one is stale."""
-        self._advisories: Any = None
-        self._subs: list[Any] = []
+        self._advisories: Subscription | None = None
+        self._subs: list[JetStreamContext.PullSubscription] = []
         self._stopped = False
         self.stats = WorkerStats()
         self._parking = WorkParking(
@@ -256,7 +258,7 @@ class AgentWorker(BackgroundService):
         log.info("worker %s: serving %s (x%d)", self.worker_id, self.role, self.concurrency)
         await asyncio.gather(*(self._fetch_loop(sub) for sub in subs))
 
-    async def _fetch_loop(self, sub: Any) -> None:
+    async def _fetch_loop(self, sub: JetStreamContext.PullSubscription) -> None:
         while not self._stopped:
             await self._slots.acquire()
             try:
@@ -395,7 +397,7 @@ class AgentWorker(BackgroundService):
         reason = f"{error} (attempt {deliveries} of {self.max_deliver})"
         return await self._dead_letter(msg, work, reason)
 
-    async def _execute(self, work: WorkMessage, remaining_s: float) -> Any:
+    async def _execute(self, work: WorkMessage, remaining_s: float) -> object:
         ex = self._executor
         if work.kind == "turn":
             turn = decode(AgentTurn, work.body)
@@ -445,7 +447,7 @@ class AgentWorker(BackgroundService):
         self,
         msg: Msg,
         work: WorkMessage,
-        body: Any,
+        body: object,
         *,
         error: str = "",
         dead_lettered: bool = False,

@@ -16,8 +16,7 @@ microseconds, without network access.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -74,7 +73,7 @@ _WORKLOAD = {
         "template": _TEMPLATE,
     },
 }
-_SPECS: Mapping[str, Mapping[str, Any]] = {
+_SPECS: Mapping[str, Mapping[str, object]] = {
     "Pod": _POD_SPEC,
     "Deployment": _WORKLOAD,
     "StatefulSet": _WORKLOAD,
@@ -121,19 +120,20 @@ _SPECS: Mapping[str, Mapping[str, Any]] = {
         },
     },
 }
-_ENVELOPE: dict[str, Any] = {
+_ENVELOPE_PROPERTIES: dict[str, object] = {
+    "apiVersion": {"type": "string", "pattern": r"^([a-z0-9.-]+/)?v\d+((alpha|beta)\d+)?$"},
+    "kind": {"type": "string", "pattern": r"^[A-Z][A-Za-z0-9]*$"},
+    "metadata": {
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string", "pattern": _NAME}, "labels": _LABELS},
+    },
+    "data": {"type": "object", "additionalProperties": {"type": "string"}},
+}
+_ENVELOPE: dict[str, object] = {
     "type": "object",
     "required": ["apiVersion", "kind", "metadata"],
-    "properties": {
-        "apiVersion": {"type": "string", "pattern": r"^([a-z0-9.-]+/)?v\d+((alpha|beta)\d+)?$"},
-        "kind": {"type": "string", "pattern": r"^[A-Z][A-Za-z0-9]*$"},
-        "metadata": {
-            "type": "object",
-            "required": ["name"],
-            "properties": {"name": {"type": "string", "pattern": _NAME}, "labels": _LABELS},
-        },
-        "data": {"type": "object", "additionalProperties": {"type": "string"}},
-    },
+    "properties": _ENVELOPE_PROPERTIES,
 }
 _API_GROUPS: Mapping[str, str] = {
     "Deployment": "apps/v1",
@@ -149,8 +149,8 @@ _API_GROUPS: Mapping[str, str] = {
 }
 
 
-def _with_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    properties = dict(_ENVELOPE["properties"]) | {"spec": spec}
+def _with_spec(spec: Mapping[str, object]) -> dict[str, object]:
+    properties = _ENVELOPE_PROPERTIES | {"spec": spec}
     return (
         _ENVELOPE
         | {"required": ["apiVersion", "kind", "metadata", "spec"]}
@@ -162,11 +162,11 @@ _VALIDATORS = {kind: Draft202012Validator(_with_spec(spec)) for kind, spec in _S
 _GENERIC = Draft202012Validator(_ENVELOPE)
 
 
-def _where(path: Any) -> str:
+def _where(path: Iterable[object]) -> str:
     return ".".join(str(p) for p in path) or "(document)"
 
 
-def manifests(text: str) -> list[dict[str, Any]]:
+def manifests(text: str) -> list[dict[str, object]]:
     """The documents of one YAML block that declare ``apiVersion`` or ``kind``.
 
     A block that is not YAML at all yields none: ``yamllint`` reports it.
@@ -178,7 +178,7 @@ def manifests(text: str) -> list[dict[str, Any]]:
     return [d for d in docs if isinstance(d, dict) and {"apiVersion", "kind"} & d.keys()]
 
 
-def validate_manifests(docs: list[dict[str, Any]]) -> list[str]:
+def validate_manifests(docs: Sequence[Mapping[str, object]]) -> list[str]:
     """The problems of ``docs`` (every manifest of one answer), each naming kind/name and field."""
     problems: list[str] = []
     for doc in docs:
@@ -195,7 +195,7 @@ def validate_manifests(docs: list[dict[str, Any]]) -> list[str]:
     return problems + _service_problems(docs)
 
 
-def _service_problems(docs: list[dict[str, Any]]) -> list[str]:
+def _service_problems(docs: Sequence[Mapping[str, object]]) -> list[str]:
     pod_labels = [
         labels
         for doc in docs
@@ -216,7 +216,7 @@ def _service_problems(docs: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def _at(value: Any, *keys: str) -> Any:
+def _at(value: object, *keys: str) -> object:
     """``value[k1][k2]…`` through mappings only; None where any step is not one (a model may
     write a list or a number anywhere: the schema reports it, this must not crash on it)."""
     for key in keys:
@@ -226,7 +226,7 @@ def _at(value: Any, *keys: str) -> Any:
     return value
 
 
-def _selector_problems(label: str, doc: Mapping[str, Any]) -> list[str]:
+def _selector_problems(label: str, doc: Mapping[str, object]) -> list[str]:
     """A workload whose selector does not match its template's labels is rejected."""
     if doc.get("kind") not in _WORKLOAD_KINDS:
         return []
