@@ -10,8 +10,10 @@ execution of its statement that comes after every earlier row it conflicts with:
 * it writes what an earlier row read or wrote (the earlier row must not see it, and the last
   write must win), so two rows writing one thing never share an execution (engines disagree on
   which of two rows for one key wins inside one UNWIND);
-* SAME rows (a MERGEd shared node, a constant status) write the values that are already there
-  once the first has run, so they conflict only with writes by *other* statements;
+* SAME rows (a MERGEd shared node or link, a constant status) write the values that are already
+  there once the first has run, so they conflict only with writes by *other* statements, and a
+  row equal to one already in its execution is dropped (a plan's five deliberations MERGE one
+  story-plan link: ORDERED, each took an execution of its own, a layer each on Neo4j);
 * a row that names neither reads nor writes is ordered after every row before it;
 * LAST rows (a property only the final value of which matters, like ``d.version``) are reduced to
   the last row per node and run after everything else.
@@ -154,6 +156,7 @@ def _place_all(
     touched: dict[str, _Touches] = {}
     barrier = -1  # the latest slot a row that names nothing went into
     last_rows: dict[tuple[str, str], Statement] = {}
+    repeats: set[tuple[int, str, str]] = set()
     for s in statements:
         if s.policy == LAST:
             key = (s.cypher, s.node)
@@ -161,6 +164,11 @@ def _place_all(
             last_rows[key] = s
             continue
         chosen = place(s, _floor(s, touched, barrier, planned()))
+        if s.policy == SAME:  # a repeat in the same execution would write nothing new
+            seen = (chosen, s.cypher, repr(sorted(s.params.items())))
+            if seen in repeats:
+                continue
+            repeats.add(seen)
         rows_of(chosen).append(s.params)
         if not s.reads and not s.writes:
             barrier = max(barrier, chosen)

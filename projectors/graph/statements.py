@@ -340,6 +340,15 @@ def _story(story_id: str) -> Statement:
     return _row(_STORY, row, node="story_id", writes=(_story_key(story_id),), policy=SAME)
 
 
+def _story_plan(story_id: str, plan_id: str) -> Statement:
+    """The story's link to a plan, in one row shape whoever makes it (see ``_story``). MERGEd
+    by each of the plan's deliberations and its approval: equal rows, SAME (one per batch)."""
+    row = {"story_id": story_id, "plan_id": plan_id}
+    link = f"has_plan:{story_id}:{plan_id}"
+    reads = (_story_key(story_id), _plan(plan_id))
+    return _row(_STORY_PLAN, row, node="plan_id", reads=reads, writes=(link,), policy=SAME)
+
+
 def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
     """A deliberation of a story: the story (made if new) links it, and the plan it came from."""
     key = _story_key(e.story_id)
@@ -349,8 +358,7 @@ def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
         _row(_STORY_DELIBERATION, row, node="id", reads=(key, _d(d_id))),
     ]
     if e.plan_id:  # the Plan node is MERGEd just before (same event)
-        link = f"has_plan:{e.story_id}:{e.plan_id}"
-        out.append(_row(_STORY_PLAN, row, node="id", reads=(key, _plan(e.plan_id)), writes=(link,)))
+        out.append(_story_plan(e.story_id, e.plan_id))
     return out
 
 
@@ -852,14 +860,10 @@ def _plan_statements(e: Plan.Approved) -> list[Statement]:
         "description": e.description,
         "tasks": [str(t) for t in e.tasks],
     }
-    key, plan = _story_key(e.story_id), _plan(e.plan_id)
-    link = f"has_plan:{e.story_id}:{e.plan_id}"
-    # The link's row has the shape a deliberation's has (``_story_links``): see ``_story``.
-    story = {"id": e.plan_id, "story_id": e.story_id, "plan_id": e.plan_id}
     return [
-        _row(_PLAN_APPROVED, row, node="plan_id", writes=(plan,)),
+        _row(_PLAN_APPROVED, row, node="plan_id", writes=(_plan(e.plan_id),)),
         _story(e.story_id),
-        _row(_STORY_PLAN, story, node="plan_id", reads=(key, plan), writes=(link,)),
+        _story_plan(e.story_id, e.plan_id),
     ]
 
 

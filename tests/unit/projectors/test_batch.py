@@ -180,3 +180,14 @@ def test_the_vocabulary_holds_every_statement_once() -> None:
     assert last == [len(VOCABULARY) - 2, len(VOCABULARY) - 1]  # LAST rows: no extra layer
     with pytest.raises(KeyError):
         plan_layers([_rows("UNKNOWN", "1", writes=("k",))], _ORDER)
+
+
+def test_a_plans_deliberations_merge_its_story_link_once_per_batch() -> None:
+    """Each of a plan's deliberations MERGEs the story's link to it: equal rows, one of which
+    runs (they took one execution each, and on Neo4j a layer each, before)."""
+    link = [vocabulary_module._story_plan("story", "plan") for _ in range(5)]
+    other = vocabulary_module._story_plan("story", "plan-2")
+    vocabulary = {text: i for i, text in enumerate(VOCABULARY)}
+    layers = plan_layers([*link, other], vocabulary)
+    assert len(layers.layers) == 1 and layers.rows == 2
+    assert [len(x.rows) for x in plan([*link, other])] == [2]
