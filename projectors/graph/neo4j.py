@@ -47,7 +47,7 @@ from projectors.graph.statements import (
     WRITE_POSITION,
 )
 
-__all__ = ["COMBINED_ROWS", "CONSTRAINTS", "LAYER_QUERY", "Neo4jGraph"]
+__all__ = ["CONSTRAINTS", "LAYER_QUERY", "Neo4jGraph"]
 
 CONSTRAINTS = (
     "CREATE CONSTRAINT fleet_plan_id IF NOT EXISTS FOR (n:Plan) REQUIRE n.id IS UNIQUE",
@@ -89,9 +89,6 @@ def _locked(tx: ManagedTransaction, name: str) -> Stored:
     )
 
 
-COMBINED_ROWS = 400
-"""A batch of at most this many rows (a live batch: a few dozen events) runs one query per
-layer; a larger one (a catch-up) one execution per statement and layer."""
 _INDEX = {text: i for i, text in enumerate(VOCABULARY)}
 
 LAYER_QUERY = "CYPHER replan=skip\n" + "\n".join(
@@ -111,11 +108,7 @@ plan, since every statement finds its nodes by a unique key."""
 _NO_ROWS: dict[str, list[Any]] = {f"s{i}": [] for i in _INDEX.values()}
 
 
-def _run_layers(tx: ManagedTransaction, planned: Layers, combined_rows: int) -> None:
-    if planned.rows > combined_rows:  # big: the server plans each statement once, on its own
-        for e in planned.executions(VOCABULARY):
-            tx.run(e.cypher, e.params).consume()
-        return
+def _run_layers(tx: ManagedTransaction, planned: Layers) -> None:
     for layer in planned.layers:
         rows = {**_NO_ROWS, **{f"s{i}": r for i, r in layer.items()}}
         tx.run(LAYER_QUERY, {"b": rows}).consume()
@@ -127,20 +120,21 @@ def _apply_tx(
     batch: Batch,
     base: int | None = None,
     fence: Fence | None = None,
-    combined_rows: int = COMBINED_ROWS,
 ) -> int:
     """The write transaction: lock and check the position (and epoch), run the statements of
     the events past it, move it. Idempotent, as a retried transaction function must be.
 
-    A live batch is three round trips (the lock, one query per layer, the position) instead of
-    one per statement: each costs ~0.7 ms of driver and Bolt time besides the server's work
-    (measured on a 2-core machine), which made them most of a live commit (~20 of them)."""
+    A batch is three round trips (the lock, one query per layer, the position; a batch is one
+    layer unless a row must follow one of a statement listed after its own) instead of one per
+    statement: each costs ~0.7 ms of driver and Bolt time besides the server's work (measured
+    on a 2-core machine), which made them most of a live commit (~20 of them), and a quarter of
+    a catch-up."""
     stored = _locked(tx, name)
     stored.check(name, base=base, fence=fence)
     fresh = [(p, ss) for p, ss in batch if p > stored.position]
     if not fresh:
         return 0
-    _run_layers(tx, plan_layers((s for _, ss in fresh for s in ss), _INDEX), combined_rows)
+    _run_layers(tx, plan_layers((s for _, ss in fresh for s in ss), _INDEX))
     lease = now_ms() + fence.lease_ms if fence else stored.lease_until
     tx.run(WRITE_POSITION, name=name, position=fresh[-1][0], lease_until=lease).consume()
     return len(fresh)
@@ -208,8 +202,6 @@ class Neo4jGraph(DecisionGraph):
         database: the database name; the server's default when None.
         owns_driver: close the driver in ``close()``.
         query_timeout_s: default time limit of a read query (a transaction timeout).
-        combined_rows: the largest batch (in rows) written as combined queries (see
-            ``COMBINED_ROWS``); tests set it to take either path.
     """
 
     def __init__(
@@ -219,10 +211,8 @@ class Neo4jGraph(DecisionGraph):
         database: str | None = None,
         owns_driver: bool = False,
         query_timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
-        combined_rows: int = COMBINED_ROWS,
     ) -> None:
         self._driver = driver
-        self._combined_rows = combined_rows
         self._database = database
         self._owns_driver = owns_driver
         self.query_timeout_s = query_timeout_s
@@ -265,9 +255,7 @@ class Neo4jGraph(DecisionGraph):
         if not batch:
             return 0
         with self._session() as session:
-            return session.execute_write(
-                _apply_tx, name, list(batch), base, fence, self._combined_rows
-            )
+            return session.execute_write(_apply_tx, name, list(batch), base, fence)
 
     def reset(self, name: str) -> None:
         with self._session() as session:

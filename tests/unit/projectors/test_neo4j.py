@@ -48,26 +48,32 @@ _AGENT = next(text for text in VOCABULARY if "MERGE (a:Agent {id: r.agent_id})" 
 _SLOT = f"s{VOCABULARY.index(_AGENT)}"
 
 
-@pytest.mark.parametrize("combined_rows", [400, 0])
-def test_apply_locks_compares_writes_then_moves_the_position(combined_rows: int) -> None:
-    """A small batch runs as the layer query, its rows in their statement's slot (the others
-    empty); past ``combined_rows``, each statement on its own. Both between lock and move."""
+def test_apply_locks_compares_writes_then_moves_the_position() -> None:
+    """The batch runs as the layer query, its rows in their statement's slot (the others
+    empty), between the lock and the move."""
     tx = FakeTransaction(position=4)
     a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
     batch = [(5, [a]), (6, [b])]
-    assert _apply_tx(tx, "graph", batch, None, None, combined_rows) == 2  # type: ignore[arg-type]
+    assert _apply_tx(tx, "graph", batch) == 2  # type: ignore[arg-type]
     assert "SET x.position = coalesce" in tx.ran[0][0]  # the lock comes first
-    rows = [{"id": "a"}, {"id": "b"}]  # one UNWIND for both
-    if combined_rows:
-        cypher, params = tx.ran[1]
-        assert cypher == LAYER_QUERY
-        assert params["b"][_SLOT] == rows
-        assert len(params["b"]) == len(VOCABULARY)
-        assert not any(v for k, v in params["b"].items() if k != _SLOT)
-    else:
-        assert tx.ran[1] == (_AGENT, {"rows": rows})
+    cypher, params = tx.ran[1]
+    assert cypher == LAYER_QUERY
+    assert params["b"][_SLOT] == [{"id": "a"}, {"id": "b"}]  # one UNWIND for both
+    assert len(params["b"]) == len(VOCABULARY)
+    assert not any(v for k, v in params["b"].items() if k != _SLOT)
     assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 6, "lease_until": None})
     assert len(tx.ran) == 3
+
+
+def test_a_row_that_must_follow_a_later_statement_takes_a_second_layer_query() -> None:
+    tx = FakeTransaction(position=0)
+    first = Statement(VOCABULARY[-3], {"id": "x"}, writes=("k",))
+    then = Statement(_AGENT, {"id": "a"}, reads=("k",))  # listed earlier, must run after
+    assert _apply_tx(tx, "graph", [(1, [first, then])]) == 1  # type: ignore[arg-type]
+    layers = [params["b"] for cypher, params in tx.ran if cypher == LAYER_QUERY]
+    assert len(layers) == 2
+    assert layers[0][f"s{len(VOCABULARY) - 3}"] == [{"id": "x"}] and not layers[0][_SLOT]
+    assert layers[1][_SLOT] == [{"id": "a"}]
 
 
 @pytest.mark.parametrize("stored", [5, 9])
