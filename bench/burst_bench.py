@@ -49,6 +49,9 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 from fleet_testing.processes import FleetProcess
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: the load generator (fleet_testing, in no wheel) runs from here."""
+
 
 def pct(xs: Sequence[float], p: float) -> float:
     s = sorted(xs)
@@ -60,7 +63,7 @@ def start_loadgen(delay_s: float) -> tuple[subprocess.Popen[bytes], str]:
     cmd = [sys.executable, "-m", "fleet_testing.loadgen", "--port", str(port), "--mode", "instant"]
     if delay_s:
         cmd += ["--delay", str(delay_s), "--spread", "0.25"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     for _ in range(200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)

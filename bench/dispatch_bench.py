@@ -89,6 +89,9 @@ from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.embedded._process import free_port
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: the load generator (fleet_testing, in no wheel) runs from here."""
+
 
 def pct(xs: Sequence[float], p: float) -> float:
     xs = sorted(xs)
@@ -104,6 +107,7 @@ def start_loadgen(delay_s: float, spread: float = 0.0) -> tuple[subprocess.Popen
         cmd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=ROOT,
     )
     import urllib.request
 

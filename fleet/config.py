@@ -105,7 +105,7 @@ def _seed_agent_type(raw: str | None) -> str:
     if kind == "MOCK":
         raise ConfigError(
             "AGENT_TYPE=MOCK: Fleet has no mock agents; point VLLM_URL at an OpenAI-compatible "
-            "test double instead (fleet_testing.loadgen)"
+            "test double instead (the repository's fleet_testing/loadgen.py, not installed)"
         )
     if kind not in SEED_AGENT_TYPES:
         raise ConfigError(f"AGENT_TYPE={raw!r} must be RAY_VLLM or VLLM")

@@ -11,6 +11,10 @@ Dockerfile's smoke check ``RUN`` line runs with that virtualenv first on ``PATH`
 temporary directory, so nothing of the checkout is importable. A package the wheel misses, a
 file of package data left out, a first-party import nobody declared: each fails here as it
 would in ``docker build``.
+
+The wheel built from the checkout as git has it (``pip wheel .`` from a clean clone, anywhere but
+the image) is held to the product too: its packages are the ones pyproject names, and none of
+what only tests and benchmarks import (``fleet_testing``, ``tests``, ``bench``) is in it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import sysconfig
 import tomllib
 import venv
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,13 +76,19 @@ def instructions(text: str) -> Iterator[Instruction]:
         logical = ""
 
 
-def ignore_spec() -> pathspec.PathSpec:
+def ignore_spec() -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(IGNORE.read_text().splitlines())
 
 
 def context_files() -> list[str]:
     """The build context: every file under the root that the ignore file lets through."""
-    spec, out = ignore_spec(), []
+    return files_kept(ignore_spec())
+
+
+def files_kept(spec: pathspec.GitIgnoreSpec) -> list[str]:
+    """Every file under the root, as a path from it, that ``spec`` does not match (nor a folder of
+    it); symbolic links left out."""
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(ROOT):
         rel = Path(dirpath).relative_to(ROOT)
         dirnames[:] = [d for d in dirnames if not spec.match_file(f"{(rel / d).as_posix()}/")]
@@ -277,3 +288,52 @@ def test_python_is_the_images_python_line() -> None:
         and i.args.startswith("PYTHON_VERSION=")
     )  # fmt: skip
     assert arg.split("=", 1)[1] == f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+# ------------------------------------------------------------------------------ the wheel
+
+TEST_ONLY = ("fleet_testing", "tests", "bench")
+"""Top-level folders that tests and benchmarks import from the repository, never from a wheel."""
+
+
+def checkout_files() -> list[str]:
+    """The checkout as git has it: ``.gitignore`` applied (no virtualenv, caches or builds)."""
+    lines = (ROOT / ".gitignore").read_text().splitlines()
+    return files_kept(pathspec.GitIgnoreSpec.from_lines([*lines, "/.git/"]))
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    """The wheel of a copy of the checkout, built with the test environment's setuptools."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src, out = tmp / "src", tmp / "out"
+    for f in checkout_files():
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, src / f)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check",
+         "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), str(src)],
+        cwd=tmp, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    (path,) = out.glob("fleet-*.whl")
+    return zipfile.ZipFile(path)
+
+
+@pytest.mark.timeout(300)
+def test_the_wheel_holds_no_test_doubles_and_no_tests(wheel: zipfile.ZipFile) -> None:
+    tops = {name.split("/")[0] for name in wheel.namelist()}
+    shipped = sorted(t for t in tops if t in TEST_ONLY)
+    assert not shipped, f"the wheel ships what only tests and benchmarks use: {shipped}"
+    assert {"fleet", "application", "agent_runtime"} <= tops, sorted(tops)
+
+
+@pytest.mark.timeout(300)
+def test_the_wheels_packages_are_the_ones_pyproject_names(wheel: zipfile.ZipFile) -> None:
+    """``top_level.txt`` (what the image's smoke check imports) is exactly the product's packages,
+    and every file sits under one of them or the wheel's metadata."""
+    (meta,) = {n.split("/")[0] for n in wheel.namelist() if n.split("/")[0].endswith(".dist-info")}
+    tops = set(wheel.read(f"{meta}/top_level.txt").decode().split())
+    assert tops == _first_party(ROOT), f"top_level.txt {sorted(tops)} is not pyproject's include"
+    stray = sorted(n for n in wheel.namelist() if n.split("/")[0] not in tops | {meta})
+    assert not stray, f"files outside the product's packages: {stray}"
