@@ -28,7 +28,7 @@ graph: each execution has a fixed cost there. Pure; no I/O.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,7 +156,7 @@ def _place_all(
     touched: dict[str, _Touches] = {}
     barrier = -1  # the latest slot a row that names nothing went into
     last_rows: dict[tuple[str, str], Statement] = {}
-    repeats: set[tuple[int, str, str]] = set()
+    repeats: set[tuple[int, str, Hashable]] = set()
     for s in statements:
         if s.policy == LAST:
             key = (s.cypher, s.node)
@@ -165,7 +165,7 @@ def _place_all(
             continue
         chosen = place(s, _floor(s, touched, barrier, planned()))
         if s.policy == SAME:  # a repeat in the same execution would write nothing new
-            seen = (chosen, s.cypher, repr(sorted(s.params.items())))
+            seen = (chosen, s.cypher, _frozen(s.params))
             if seen in repeats:
                 continue
             repeats.add(seen)
@@ -179,6 +179,17 @@ def _place_all(
             t = touched.setdefault(thing, _Touches())
             t.written[s.cypher] = max(t.written.get(s.cypher, -1), chosen)
     return list(last_rows.values())
+
+
+def _frozen(params: Mapping[str, Any]) -> Hashable:
+    """``params`` as a set member: its items (rows of a statement are built with their keys in
+    one order), or their text when a value is a list."""
+    items = tuple(params.items())
+    try:
+        hash(items)
+    except TypeError:
+        return repr(items)
+    return items
 
 
 def _floor(s: Statement, touched: Mapping[str, _Touches], barrier: int, planned: int) -> int:
