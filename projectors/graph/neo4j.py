@@ -101,10 +101,10 @@ none). Subqueries run in order and each sees what the ones before it wrote, as s
 executions would. The rows travel inside one map so that the query's parameter types never
 change: the server keys its plan cache on them, and a list that is empty in one batch and holds
 rows in the next would be planned again, seconds each time. One layer per query, so that one
-text is planned (about 4 s on a 2-core machine, done by ``ensure_schema``), and never again
-while the server runs (``replan=skip``): the server would otherwise plan it anew once the
-graph's statistics have moved (the first commit after a catch-up stalled 1.9 s), for the same
-plan, since every statement finds its nodes by a unique key."""
+text is planned (seconds: ``ensure_schema`` does it), and never again while the server runs
+(``replan=skip``): the server would otherwise plan it anew once the graph's statistics have
+moved, stalling the first commit after a catch-up, for the same plan, since every statement
+finds its nodes by a unique key. Figures: docs/benchmarks.md."""
 _NO_ROWS: dict[str, list[Any]] = {f"s{i}": [] for i in _INDEX.values()}
 
 
@@ -126,9 +126,8 @@ def _apply_tx(
 
     A batch is three round trips (the lock, one query per layer, the position; a batch is one
     layer unless a row must follow one of a statement listed after its own) instead of one per
-    statement: each costs ~0.7 ms of driver and Bolt time besides the server's work (measured
-    on a 2-core machine), which made them most of a live commit (~20 of them), and a quarter of
-    a catch-up."""
+    statement: each costs driver and Bolt time besides the server's work, which made the
+    ~20 of them most of a live commit (docs/benchmarks.md)."""
     stored = _locked(tx, name)
     stored.check(name, base=base, fence=fence)
     fresh = [(p, ss) for p, ss in batch if p > stored.position]
@@ -230,8 +229,7 @@ class Neo4jGraph(DecisionGraph):
     def ensure_schema(self) -> None:
         """The constraints and indexes, then ``LAYER_QUERY`` run once with no rows (which
         writes nothing): the server plans and compiles it now rather than in the first live
-        commit (3.5 s on a 2-core machine). Both are quick once done; a restarted server does
-        them again."""
+        commit (seconds). Both are quick once done; a restarted server does them again."""
         with self._session() as session:
             for ddl in CONSTRAINTS:
                 session.execute_write(_schema_tx, ddl)

@@ -64,8 +64,8 @@ class GraphProjection:
     def stage(
         self, items: Sequence[tuple[object, int]], *, base: int, fence: Fence | None = None
     ) -> Callable[[], int]:
-        """The events' statements now (a third of a Neo4j catch-up's time when done in line),
-        the transaction when called (``StagedProjection``)."""
+        """The events' statements now, the transaction when called (``StagedProjection``):
+        translating events is much of a catch-up's CPU, done while the batch before commits."""
         batch = [(p, statements_for(e, p)) for e, p in items if p > base]
         graph, name = self.graph, self.name
 
