@@ -72,7 +72,8 @@ class AgentTurn:
 
 
 REVIEW_PURPOSES = ("critique", "rate", "select")
-"""``select``: an architect chooses the winner among candidates (``agent_runtime.architect``)."""
+"""``select``: an architect chooses the winner among candidates
+(``agent_runtime.member.architect``)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class ReviewInput:
     """One agent reviews its peers' proposals: critiques them before a revise round
     (``purpose="critique"``) or rates the final ones for scoring (``purpose="rate"``); or an
     ARCHITECT agent chooses the winner among the top candidates (``purpose="select"``, ``role``
-    ARCHITECT: see ``agent_runtime.architect``)."""
+    ARCHITECT: see ``agent_runtime.member.architect``)."""
 
     deliberation_id: str
     agent_id: str
@@ -150,7 +151,7 @@ class AssessmentInput:
     requirements: tuple[str, ...]
     candidates: tuple[Candidate, ...]
     peer_review: bool = False
-    """Peers rated the candidates: the score then weighs their ratings (see ``checks``)."""
+    """Peers rated the candidates: the score then weighs their ratings (see ``checks.scoring``)."""
     check_weights: Mapping[str, float] = field(default_factory=dict)
     """The council's role checks and their weights (``role_checks``); empty: all, weight 1."""
     metadata: Mapping[str, str] = field(default_factory=dict)

@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent_runtime.api import AgentTurn, Sampling
-from agent_runtime.council import EndpointConfig, LocalAgentRuntime
-from agent_runtime.nats_runtime import QueueNames
+from agent_runtime.member.caller import EndpointConfig, LocalAgentRuntime
+from agent_runtime.nats_backend.runtime import QueueNames
 from fleet.embedded._process import free_port
 
 FLEET = str(Path(sys.executable).with_name("fleet"))
@@ -115,7 +115,7 @@ async def bench_direct(url: str, args: argparse.Namespace) -> dict[str, float]:
 
 
 async def bench_ray(url: str, args: argparse.Namespace) -> dict[str, float]:
-    from agent_runtime.ray_runtime import RayAgentRuntime
+    from agent_runtime.ray_backend.runtime import RayAgentRuntime
     from fleet.embedded.ray_local import connect_ray, disconnect_ray
 
     info = await asyncio.to_thread(connect_ray, None)
@@ -133,7 +133,7 @@ async def bench_ray(url: str, args: argparse.Namespace) -> dict[str, float]:
 
 
 async def bench_nats(url: str, args: argparse.Namespace) -> dict[str, float]:
-    from agent_runtime.nats_runtime import NatsAgentRuntime
+    from agent_runtime.nats_backend.runtime import NatsAgentRuntime
     from fleet.embedded.nats import NatsServer
 
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-nats-"))

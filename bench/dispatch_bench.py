@@ -41,11 +41,11 @@ measured is Fleet's own cost, never model quality. Two figures, from two kinds o
   answer. Both phases are recorded in the events by the same client code, so the measure is the
   same for both and survives restarts; nothing is guessed. Phases are sequential in the protocol
   (a rating starts only once every proposal is in: on the actor as the last one arrives, when
-  it holds all three, see ``agent_runtime._early_ratings``), so their maxima add.
+  it holds all three, see ``agent_runtime.ray_backend._early_ratings``), so their maxima add.
   Calls to one actor that start together travel as one Ray call and the actor hands early
-  answers back at most 50 ms after they arrive (``agent_runtime._ray_batches``); that wait is
-  not in ``latency_ms`` either, so it counts as overhead unless it hides behind the phase's
-  slowest call (which it never delays).
+  answers back at most 50 ms after they arrive (``agent_runtime.ray_backend._batches``); that
+  wait is not in ``latency_ms`` either, so it counts as overhead unless it hides behind the
+  phase's slowest call (which it never delays).
   The endpoint bound is back-pressure by design, not orchestration: the bench sets it
   (``--max-in-flight``, default 3 × in-flight deliberations, i.e. every call of every deliberation
   can be on the wire at once) so that neither the client's bound nor the Ray runtime's (whose
@@ -186,7 +186,8 @@ def where_it_goes(history: list[object], seen: datetime) -> dict[str, float]:
         slowest = max(e.latency_ms for e in rates)  # type: ignore[attr-defined]
         last = max(at(e) for e in rates)
         # Below zero when the ratings started before the last proposal reached the dispatcher:
-        # the actor starts them as the last answer comes in (``agent_runtime._early_ratings``).
+        # the actor starts them as the last answer comes in
+        # (``agent_runtime.ray_backend._early_ratings``).
         out["ratings beyond their slowest call (read, Ray, writes)"] = last - last_prop - slowest
     out["checks, scores → Completed applied"] = at(done[0]) - last
     out["Completed applied → seen on the feed (its writes)"] = seen.timestamp() * 1000 - at(done[0])

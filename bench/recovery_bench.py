@@ -56,9 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
-from agent_runtime._nats_wire import QueueNames
 from agent_runtime.api import AgentTurn, Sampling
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore

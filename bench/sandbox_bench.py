@@ -32,9 +32,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.execution import run_candidate
-from agent_runtime.sandbox import BwrapSandbox, SandboxLimits, open_sandbox
+from agent_runtime.checks.execution import run_candidate
+from agent_runtime.checks.sandbox import BwrapSandbox, SandboxLimits, open_sandbox
+from agent_runtime.checks.scoring import assess_candidates
 from bench.selection.corpus.dev_core import TASKS
 
 

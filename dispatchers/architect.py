@@ -2,10 +2,10 @@
 
 An orchestration (``Deliberation.OrchestrationRequested`` with ``architect_k`` > 0) is not
 completed from the scores alone: the top k candidates by score go to an agent of the ARCHITECT
-council (a real model call through the runtime, ``agent_runtime.architect``), which chooses the
-winner and says why (``ArchitectSelected``). When it gives no usable choice (the call fails, runs
-past its time, or names no candidate) the highest score wins and ``ArchitectFellBack`` records
-why. Then ``Completed`` names that winner.
+council (a real model call through the runtime, ``agent_runtime.member.architect``), which
+chooses the winner and says why (``ArchitectSelected``). When it gives no usable choice (the
+call fails, runs past its time, or names no candidate) the highest score wins and
+``ArchitectFellBack`` records why. Then ``Completed`` names that winner.
 
 Like every other step, it is derived from the record: a driver that finds the scores stored and
 no selection asks the architect; one that finds a selection completes from it. A dispatcher
@@ -31,7 +31,7 @@ __all__ = ["ArchitectStep", "architect_timeout"]
 log = logging.getLogger("dispatchers.deliberations")
 
 SELECT = "select"
-"""The runtime's review purpose for a selection (``agent_runtime.architect.SELECT``)."""
+"""The runtime's review purpose for a selection (``agent_runtime.member.architect.SELECT``)."""
 DEADLINE_SHARE = 0.8
 """The architect may use this share of the time left before the deadline, so that its fallback
 is recorded (and the decision made) before the deliberation would time out."""

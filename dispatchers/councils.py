@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_runtime.api import Sampling
-from agent_runtime.role_checks.names import CHECKS_BY_ROLE, unknown_checks
+from agent_runtime.checks.role_checks.names import CHECKS_BY_ROLE, unknown_checks
 from aggregates import AgentId, Role
 from application.councils import CouncilAgentView, CouncilView
 from dispatchers.sampling import council_sampling

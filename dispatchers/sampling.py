@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 
 from agent_runtime.api import Sampling
-from agent_runtime.prompts import DEFAULT_PERSONAS
+from agent_runtime.member.prompts import DEFAULT_PERSONAS
 
 
 def council_sampling(role: str, index: int, model: str = "") -> Sampling:

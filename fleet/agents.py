@@ -2,13 +2,13 @@
 
 ``FLEET_AGENT_BACKEND``:
 
-* ``ray`` (default): warm Ray actor pools per role (``agent_runtime.ray_runtime``), or with
+* ``ray`` (default): warm Ray actor pools per role (``agent_runtime.ray_backend.runtime``), or with
   ``FLEET_AGENT_RUNTIME=local`` the same council members in this process
-  (``agent_runtime.council.LocalAgentRuntime``); ``start_council`` builds either.
+  (``agent_runtime.member.caller.LocalAgentRuntime``); ``start_council`` builds either.
 * ``nats``: agent calls go over a JetStream work queue to ``fleet worker`` processes
-  (``agent_runtime.nats_runtime`` / ``agent_runtime.worker``). ``fleet up`` also starts
-  ``FLEET_LOCAL_WORKERS`` workers per role inside its own process (default 1; set 0 where
-  ``fleet worker`` pods do the work). In-process rather than child processes: on one machine a
+  (``agent_runtime.nats_backend.runtime`` / ``agent_runtime.nats_backend.worker``). ``fleet up``
+  also starts ``FLEET_LOCAL_WORKERS`` workers per role inside its own process (default 1; set 0
+  where ``fleet worker`` pods do the work). In-process rather than child processes: on one machine a
   child per role would cost an interpreter and its imports each (~100 MB, seconds of start-up)
   and buy nothing; the in-process workers still go through the real queue, consumer and acks,
   so the path is the one remote workers take, and ``fleet worker`` processes started anywhere
@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Protocol
 import nats
 
 from agent_runtime.api import AgentRuntime
-from agent_runtime.council import CouncilMember, EndpointConfig, LocalAgentRuntime
-from agent_runtime.nats_runtime import NatsAgentRuntime, QueueNames
-from agent_runtime.sandbox import SandboxState, announce, open_sandbox
-from agent_runtime.worker import AgentWorker
+from agent_runtime.checks.sandbox import SandboxState, announce, open_sandbox
+from agent_runtime.member.caller import CouncilMember, EndpointConfig, LocalAgentRuntime
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime, QueueNames
+from agent_runtime.nats_backend.worker import AgentWorker
 from aggregates import Role
 from fleet.config import Settings
 from natsio import servers
 
 if TYPE_CHECKING:
-    from agent_runtime.ray_runtime import RayAgentRuntime
+    from agent_runtime.ray_backend.runtime import RayAgentRuntime
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ async def start_council(
         )
         stack.push_async_callback(local.close)
         return local, "local (in process)"
-    from agent_runtime.ray_runtime import RayAgentRuntime
+    from agent_runtime.ray_backend.runtime import RayAgentRuntime
     from fleet.embedded.ray_local import connect_ray, disconnect_ray
 
     info = await asyncio.to_thread(connect_ray, settings.ray_address)
@@ -228,7 +228,7 @@ async def checks_sandbox(settings: Settings, runtime: AgentRuntime) -> SandboxSt
     if settings.agent_backend == "nats" and settings.local_workers <= 0:
         return None
     if settings.agent_backend != "nats" and settings.agent_runtime != "local":
-        from agent_runtime.ray_runtime import RayAgentRuntime
+        from agent_runtime.ray_backend.runtime import RayAgentRuntime
 
         if isinstance(runtime, RayAgentRuntime):
             states = await runtime.sandboxes()

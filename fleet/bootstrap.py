@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from eventsourcing.persistence import OperationalError
 
 from agent_runtime.api import AgentRuntime, Sampling
-from agent_runtime.sandbox import SandboxState
+from agent_runtime.checks.sandbox import SandboxState
 from aggregates import Role
 from application.admission import InFlightBound
 from application.app import FleetApplication

@@ -29,13 +29,14 @@ DEFAULT_WEB_PORT = 8470
 """``fleet up``'s web console port (``FLEET_WEB_PORT``); 0 picks a free one."""
 COMPONENTS = frozenset({"api", "dispatcher", "projectors", "agents", "web"})
 THINKING_MODES = ("auto", "on", "off")
-"""``FLEET_LLM_THINKING`` (``agent_runtime.openai_client.THINKING_MODES``; settings import no
+"""``FLEET_LLM_THINKING`` (``agent_runtime.member.openai_client.THINKING_MODES``; settings import no
 agent code, so the names are repeated here and a test keeps the two equal)."""
 GRAPH_ENGINES = ("ladybug", "neo4j")
 """``FLEET_GRAPH``: the embedded LadybugDB graph (the default) or Neo4j (``FLEET_NEO4J_URI``, or a
 private server Fleet starts from the jars ``make neo4j`` resolves)."""
 SANDBOX_MODES = ("auto", "bwrap", "off")
-"""``FLEET_SANDBOX`` (``agent_runtime.sandbox.SANDBOX_MODES``, repeated for the same reason)."""
+"""``FLEET_SANDBOX`` (``agent_runtime.checks.sandbox.SANDBOX_MODES``, repeated for the same
+reason)."""
 
 
 class ConfigError(ValueError):
@@ -172,7 +173,7 @@ class Settings:
     sandbox: str = "auto"
     """``FLEET_SANDBOX``: where DEV candidates' code runs for their checks: ``auto`` (bubblewrap
     where it can start, otherwise nothing runs and the checks say "not run"), ``bwrap`` (refuse
-    to start without it) or ``off`` (``agent_runtime.sandbox``)."""
+    to start without it) or ``off`` (``agent_runtime.checks.sandbox``)."""
     components: frozenset[str] = COMPONENTS
     """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
     agents, web. The event store is always connected; ``dispatcher`` implies ``agents``."""

@@ -46,7 +46,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from agent_runtime.nats_runtime import QueueNames
+from agent_runtime.nats_backend.runtime import QueueNames
 from aggregates import Deliberation
 from application.watch import WatchHub, _Closed
 from natsio import close_connection, servers

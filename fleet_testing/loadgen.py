@@ -101,7 +101,7 @@ def judge_rating(seed: int | None, user: str, proposal: str) -> int:
 
 
 _PROPOSAL_MARK = re.compile(r"\n\nProposal ([A-P]):\n")
-"""Where a labelled proposal starts in a review prompt (``agent_runtime.reviews``)."""
+"""Where a labelled proposal starts in a review prompt (``agent_runtime.member.reviews``)."""
 
 
 def review_proposals(prompt: str) -> dict[str, str]:

@@ -44,8 +44,8 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.council import EndpointConfig, LocalAgentRuntime
-from agent_runtime.sandbox import open_sandbox
+from agent_runtime.checks.sandbox import open_sandbox
+from agent_runtime.member.caller import EndpointConfig, LocalAgentRuntime
 from aggregates import Deliberation
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.role_checks import RoleCheckConfig, is_applicable, role_checks
+from agent_runtime.checks.role_checks import RoleCheckConfig, is_applicable, role_checks
+from agent_runtime.checks.scoring import assess_candidates
 from bench.selection.corpus import all_cases
 
 

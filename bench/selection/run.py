@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.sandbox import Sandbox, open_sandbox
+from agent_runtime.checks.sandbox import Sandbox, open_sandbox
+from agent_runtime.checks.scoring import assess_candidates
 from bench.selection.corpus import SelectionCase
 
 MODES = ("checks", "tests")

@@ -16,8 +16,8 @@ from eventsourcing.utils import get_topic
 
 # The results stream is read as the runtime reads it: through the backend's own codec, the one
 # place its format is written down (a verifier, not a user, of the wire format).
-from agent_runtime._nats_wire import ResultMessage
-from agent_runtime.nats_runtime import QueueNames
+from agent_runtime.nats_backend._wire import ResultMessage
+from agent_runtime.nats_backend.runtime import QueueNames
 from aggregates import Deliberation
 from application.app import FleetApplication
 

@@ -3,8 +3,8 @@
 A cluster is reached either as a Ray client (``ray://head:10001``, what the Kubernetes manifests
 use: KubeRay's head service, one gRPC port, the driver outside the cluster) or by its GCS address
 (``head:6379``, a driver that runs as a node of the cluster's network). Both give the same API to
-``agent_runtime.ray_runtime``; only what ``ray.init`` returns differs (a ``ClientContext`` has no
-``address_info``), so the address reported is the one connected to, with how.
+``agent_runtime.ray_backend.runtime``; only what ``ray.init`` returns differs (a ``ClientContext``
+has no ``address_info``), so the address reported is the one connected to, with how.
 
 A local instance keeps every socket on 127.0.0.1. ``ray.init`` deliberately turns 127.0.0.1 into
 the machine's routable address ("so other nodes can reach it"); Ray's own switch for single-host

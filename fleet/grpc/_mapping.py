@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_runtime.qa_run import REFERENCE_KEY
+from agent_runtime.checks.qa_run import REFERENCE_KEY
 from aggregates import (
     CheckOutcome,
     Deliberation,

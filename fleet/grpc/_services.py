@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
-from agent_runtime.sandbox import SandboxState
+from agent_runtime.checks.sandbox import SandboxState
 from aggregates import CouncilStateError, Deliberation, Role
 from application.admission import InFlightBound
 from application.council_store import CouncilEventStore

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.architect import ARCHITECT_ASK
+from agent_runtime.member.architect import ARCHITECT_ASK
 from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore

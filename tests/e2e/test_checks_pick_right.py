@@ -19,7 +19,7 @@ import grpc
 import pytest
 import pytest_asyncio
 
-from agent_runtime.prompts import DEFAULT_PERSONAS
+from agent_runtime.member.prompts import DEFAULT_PERSONAS
 from bench.selection.corpus.dev_core import TASKS
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient

@@ -28,9 +28,9 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent_runtime._nats_wire import QueueNames, WorkMessage
 from agent_runtime.api import AgentTurn, Sampling
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames, WorkMessage
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore

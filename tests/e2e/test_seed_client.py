@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from agent_runtime.api import Candidate
-from agent_runtime.architect import ARCHITECT_ASK
-from agent_runtime.reviews import label_candidates
+from agent_runtime.member.architect import ARCHITECT_ASK
+from agent_runtime.member.reviews import label_candidates
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import REPO, FleetProcess

@@ -29,7 +29,7 @@ import nats
 import pytest
 from nats.js.errors import NotFoundError
 
-from agent_runtime._nats_wire import QueueNames, WorkMessage
+from agent_runtime.nats_backend._wire import QueueNames, WorkMessage
 from aggregates import Deliberation, deliberation_id
 from application.app import FleetApplication
 from application.stores import ApplicationDeliberationStore

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent_runtime.openai_client import ChatMessage, OpenAIChatClient
+from agent_runtime.member.openai_client import ChatMessage, OpenAIChatClient
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.embedded.llm import LlamaServer

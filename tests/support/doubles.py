@@ -20,7 +20,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import assess_candidates
+from agent_runtime.checks.scoring import assess_candidates
 from aggregates import CheckOutcome, PeerReview
 from application.councils import CouncilAgentView, CouncilChange, CouncilView
 from application.ports import CouncilDirectory, EventFeed, FeedItem

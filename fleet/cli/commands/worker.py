@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cli._common import CliError, Subparsers, console, data_dir, settings
 
 if TYPE_CHECKING:
-    from agent_runtime.nats_runtime import QueueNames
+    from agent_runtime.nats_backend.runtime import QueueNames
     from fleet.config import Settings
 
 

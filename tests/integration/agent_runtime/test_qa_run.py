@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.sandbox import Sandbox, open_sandbox
+from agent_runtime.checks.sandbox import Sandbox, open_sandbox
+from agent_runtime.checks.scoring import assess_candidates
 
 REFERENCE = "def median(xs):\n    s = sorted(xs)\n    n = len(s)\n    m = n // 2\n" \
     "    return s[m] if n % 2 else (s[m - 1] + s[m]) / 2\n"  # fmt: skip

@@ -13,8 +13,8 @@ import pytest
 import pytest_asyncio
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet_testing.loadgen import LoadGenServer

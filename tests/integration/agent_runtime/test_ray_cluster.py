@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.ray_runtime import RayAgentRuntime
+from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from aggregates import DeliberationStatus
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed
@@ -69,7 +69,7 @@ DRIVER = textwrap.dedent(
     from datetime import UTC, datetime
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    from agent_runtime.ray_runtime import RayAgentRuntime
+    from agent_runtime.ray_backend.runtime import RayAgentRuntime
     from aggregates import Deliberation
     from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
     from application.app import FleetApplication

@@ -16,9 +16,9 @@ from agent_runtime.api import (
     ReviewResult,
     Sampling,
 )
-from agent_runtime.checks import extract_code_blocks
-from agent_runtime.openai_client import RetryPolicy
-from agent_runtime.ray_runtime import RayAgentRuntime
+from agent_runtime.checks.scoring import extract_code_blocks
+from agent_runtime.member.openai_client import RetryPolicy
+from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer
 from fleet_testing.loadgen import LoadGenServer
 
@@ -147,9 +147,9 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
     here, where nothing the model wrote runs: its executed checks say "not run"."""
     import ray
 
-    from agent_runtime import ray_runtime
-    from agent_runtime.checks import assess_candidates
-    from agent_runtime.sandbox import open_sandbox
+    from agent_runtime.checks.sandbox import open_sandbox
+    from agent_runtime.checks.scoring import assess_candidates
+    from agent_runtime.ray_backend import runtime as ray_runtime
     from aggregates import PeerReview
 
     box = open_sandbox("bwrap")  # what the actor runs the candidates in

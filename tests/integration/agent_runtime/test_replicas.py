@@ -17,10 +17,10 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.council import CouncilMember
-from agent_runtime.nats_runtime import NatsAgentRuntime
-from agent_runtime.worker import AgentWorker
+from agent_runtime.member.caller import CouncilMember
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.worker import AgentWorker
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from fleet_testing.loadgen import LoadGenServer
 from natsio import DEAD_LETTER_STREAM, StreamSetupError

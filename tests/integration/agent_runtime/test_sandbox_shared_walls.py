@@ -16,8 +16,13 @@ from collections.abc import Iterator
 import pytest
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.sandbox import BwrapSandbox, SandboxLimits, find_bwrap, runnable_by_sandbox_users
+from agent_runtime.checks.sandbox import (
+    BwrapSandbox,
+    SandboxLimits,
+    find_bwrap,
+    runnable_by_sandbox_users,
+)
+from agent_runtime.checks.scoring import assess_candidates
 
 LIMITS = SandboxLimits(cpu_s=1.0, memory_mb=128, processes=32, file_mb=1, wall_s=3.0)
 SECRET = "qq-candidate-a-secret-5521"

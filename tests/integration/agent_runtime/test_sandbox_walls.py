@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
-from agent_runtime.sandbox import Sandbox, SandboxLimits, open_sandbox
+from agent_runtime.checks.sandbox import Sandbox, SandboxLimits, open_sandbox
+from agent_runtime.checks.scoring import assess_candidates
 
 LIMITS = SandboxLimits(cpu_s=1.0, memory_mb=128, processes=32, file_mb=1, wall_s=4.0)
 BOUND_S = LIMITS.wall_s + 3.0
@@ -252,7 +252,7 @@ def test_files_are_placed_only_inside_the_run(sandbox: Sandbox) -> None:
 def test_a_bwrap_in_a_private_checkout_still_runs_as_the_sandbox_users(tmp_path: Path) -> None:
     """A checkout in a 0700 directory (``mktemp -d``) hides the virtualenv's ``bwrap`` from the
     unprivileged uids a root Fleet runs sandboxes as: it is run from a reachable copy instead."""
-    from agent_runtime.sandbox import BwrapSandbox, find_bwrap, runnable_by_sandbox_users
+    from agent_runtime.checks.sandbox import BwrapSandbox, find_bwrap, runnable_by_sandbox_users
 
     shipped = find_bwrap()
     assert shipped is not None

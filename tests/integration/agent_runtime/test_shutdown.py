@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
 from tests.fixtures.nats import unique_stream_name
 

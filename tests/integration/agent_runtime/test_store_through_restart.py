@@ -17,9 +17,9 @@ import time
 import nats
 import pytest
 
-from agent_runtime._nats_wire import QueueNames
-from agent_runtime.council import CouncilMember
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.member.caller import CouncilMember
+from agent_runtime.nats_backend._wire import QueueNames
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
 from tests.fixtures.nats import unique_stream_name

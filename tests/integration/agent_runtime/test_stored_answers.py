@@ -23,11 +23,11 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from agent_runtime._nats_wire import QueueNames, ResultMessage
 from agent_runtime.api import AgentTurnError
-from agent_runtime.council import CouncilMember
-from agent_runtime.nats_runtime import NatsAgentRuntime
-from agent_runtime.worker import AgentWorker
+from agent_runtime.member.caller import CouncilMember
+from agent_runtime.nats_backend._wire import QueueNames, ResultMessage
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.worker import AgentWorker
 from fleet.embedded.nats import NatsServer
 from fleet_testing.loadgen import LoadGenServer
 from tests.integration.agent_runtime.conftest import WorkerFactory, endpoint
@@ -112,7 +112,7 @@ async def test_work_the_stream_cannot_take_yet_is_queued_once_it_can(
     the stream gone for a moment) is retried, not recorded as a failed call."""
     js = nc.jetstream()
     await js.delete_stream(names.work_stream)
-    caplog.set_level("INFO", logger="agent_runtime.nats_runtime")
+    caplog.set_level("INFO", logger="agent_runtime.nats_backend.runtime")
     async with LoadGenServer("instant") as lg:
         call = asyncio.create_task(runtime.run_turn(turn("dev-agent-1", d_id="no-leader")))
         await eventually(lambda: "queuing retried" in caplog.text, what="a refused publish")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent_runtime.api import AgentTurnError
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from fleet.logs import DeliberationFilter
 from fleet_testing.loadgen import LoadGenServer, Mode
 from tests.integration.agent_runtime.conftest import WorkerFactory
@@ -20,7 +20,7 @@ from tests.integration.agent_runtime.test_nats_runtime import _StalledWorker, tu
 
 pytestmark = pytest.mark.timeout(60)
 
-WATCHED = ("agent_runtime.worker", "agent_runtime.openai_client")
+WATCHED = ("agent_runtime.nats_backend.worker", "agent_runtime.member.openai_client")
 
 
 class _Records(logging.Handler):
@@ -75,7 +75,7 @@ async def test_lines_inside_a_call_and_its_dead_letter_carry_the_deliberation(
     failing = [r.getMessage() for r in lines if deliberation(r) == "d-failing"]
     assert any("attempt 1/2 failed" in m for m in failing), failing
     assert any("dead-lettered" in m for m in failing), failing
-    thinking = [r for r in lines if r.name == "agent_runtime.openai_client"]
+    thinking = [r for r in lines if r.name == "agent_runtime.member.openai_client"]
     assert thinking and set(map(deliberation, thinking)) == {"d-thinking"}
     assert set(map(deliberation, lines)) == {"d-failing", "d-thinking"}
 

@@ -8,7 +8,7 @@ import contextlib
 import pytest
 
 from agent_runtime.api import AgentTurn, AssessmentInput, Candidate, Sampling
-from agent_runtime.nats_runtime import NatsAgentRuntime
+from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from fleet.agents import make_agent_runtime
 from fleet.cli._main import build_parser
 from fleet.config import ConfigError, Settings

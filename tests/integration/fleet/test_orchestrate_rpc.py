@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from agent_runtime.api import Candidate
-from agent_runtime.architect import ARCHITECT_ASK
-from agent_runtime.reviews import label_candidates
+from agent_runtime.member.architect import ARCHITECT_ASK
+from agent_runtime.member.reviews import label_candidates
 from fleet.bootstrap import FleetNode
 from fleet.client import FleetClient
 from fleet.config import Settings

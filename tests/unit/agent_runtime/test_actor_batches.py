@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_runtime._ray_batches import ActorBatches
+from agent_runtime.ray_backend._batches import ActorBatches
 
 LONG = 30.0
 """A linger no test waits out: a batch that answers before it did so for another reason."""

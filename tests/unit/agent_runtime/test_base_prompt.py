@@ -4,7 +4,7 @@ with: the contract between the agents' chat and the base model behind the embedd
 from __future__ import annotations
 
 from agent_runtime.api import AgentTurn, Sampling
-from agent_runtime.prompts import CODE_PREFILL, build_messages
+from agent_runtime.member.prompts import CODE_PREFILL, build_messages
 from fleet.embedded._llama_serve import ANSWER_CUE, BASE_STOPS, render_base_prompt
 
 

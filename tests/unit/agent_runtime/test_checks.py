@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks import (
+from agent_runtime.checks.scoring import (
     assess_candidates,
     dryrun_check,
     extract_code_blocks,

@@ -1,5 +1,6 @@
-"""The actor's early final ratings (``agent_runtime._early_ratings``): started once every agent
-of the promised round has answered, joined by exactly the request predicted, never otherwise.
+"""The actor's early final ratings (``agent_runtime.ray_backend._early_ratings``): started once
+every agent of the promised round has answered, joined by exactly the request predicted, never
+otherwise.
 
 The review function is a counting stand-in (this is the unit's own logic); the whole path, on
 Ray against an OpenAI-compatible server, is tested in
@@ -13,8 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from agent_runtime._early_ratings import EarlyRatings
 from agent_runtime.api import AgentTurn, ReviewInput, ReviewResult, final_rating
+from agent_runtime.ray_backend._early_ratings import EarlyRatings
 
 AGENTS = ("dev-agent-1", "dev-agent-2", "dev-agent-3")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.applicability import not_applicable
-from agent_runtime.checks import assess_candidates, score
-from agent_runtime.execution import CandidateRun, SuiteResult, agreement, split_code
-from agent_runtime.sandbox import DisabledSandbox, SandboxRun
+from agent_runtime.checks.applicability import not_applicable
+from agent_runtime.checks.execution import CandidateRun, SuiteResult, agreement, split_code
+from agent_runtime.checks.sandbox import DisabledSandbox, SandboxRun
+from agent_runtime.checks.scoring import assess_candidates, score
 from aggregates.values import CheckOutcome
 
 

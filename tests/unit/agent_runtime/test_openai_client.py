@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agent_runtime.openai_client import (
+from agent_runtime.member.openai_client import (
     ChatConnectionError,
     ChatHTTPError,
     ChatMessage,

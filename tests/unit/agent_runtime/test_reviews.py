@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agent_runtime.api import AssessmentInput, Candidate, ReviewInput
-from agent_runtime.checks import assess_candidates, with_peer_reviews
-from agent_runtime.council import structured_output_body
-from agent_runtime.reviews import (
+from agent_runtime.checks.scoring import assess_candidates, with_peer_reviews
+from agent_runtime.member.caller import structured_output_body
+from agent_runtime.member.reviews import (
     label_candidates,
     normalise_rating,
     parse_reviews,

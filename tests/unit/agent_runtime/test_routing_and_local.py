@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent_runtime.api import AgentTurn, AgentTurnError, AssessmentInput, Candidate, Sampling
-from agent_runtime.council import EndpointConfig, LocalAgentRuntime
-from agent_runtime.ray_runtime import pool_index
+from agent_runtime.member.caller import EndpointConfig, LocalAgentRuntime
+from agent_runtime.ray_backend.runtime import pool_index
 from tests.fixtures.llm import LoadGenFactory
 
 

@@ -11,8 +11,8 @@ import asyncio
 import pytest
 
 from agent_runtime.api import AgentTurnError, ReviewInput, ReviewResult
-from agent_runtime.architect import choice_reviews, parse_choice
-from agent_runtime.reviews import label_candidates
+from agent_runtime.member.architect import choice_reviews, parse_choice
+from agent_runtime.member.reviews import label_candidates
 from aggregates import Deliberation, DeliberationStatus, InvalidDeliberationError
 from application.app import FleetApplication
 from application.feed import ApplicationEventFeed

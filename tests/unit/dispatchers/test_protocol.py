@@ -2,7 +2,7 @@
 scoring from checks and ratings, order independence, cancellation and resumption.
 
 The fake runtime answers per agent as scripted and rates like a judge that reads a quality mark
-in each proposal (``Q=<n>``); scoring is the real one (``agent_runtime.checks``).
+in each proposal (``Q=<n>``); scoring is the real one (``agent_runtime.checks.scoring``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks import assess_candidates
+from agent_runtime.checks.scoring import assess_candidates
 from aggregates import CheckOutcome
 from fleet import render
 from fleet.grpc._mapping import check_suite

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_runtime.openai_client import THINKING_MODES as CLIENT_MODES
+from agent_runtime.member.openai_client import THINKING_MODES as CLIENT_MODES
 from fleet.config import THINKING_MODES, ConfigError, Settings
 
 

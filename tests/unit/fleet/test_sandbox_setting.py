@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.sandbox import SANDBOX_MODES as RUNTIME_MODES
-from agent_runtime.sandbox import open_sandbox
+from agent_runtime.checks.sandbox import SANDBOX_MODES as RUNTIME_MODES
+from agent_runtime.checks.sandbox import open_sandbox
 from fleet.config import SANDBOX_MODES, ConfigError, Settings
 
 

@@ -62,13 +62,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from agent_runtime.api import Assessment, AssessmentInput, Candidate
-from agent_runtime.applicability import is_applicable, not_applicable
-from agent_runtime.execution import execution_checks
-from agent_runtime.qa_run import NAME as TEST_RUN
-from agent_runtime.qa_run import REFERENCE_KEY, test_run_check
-from agent_runtime.role_checks import RoleCheckConfig, ToolUnavailableError, ruff_lint
-from agent_runtime.role_checks import role_checks as checks_of_role
-from agent_runtime.sandbox import DisabledSandbox, Sandbox, SandboxLimits
+from agent_runtime.checks.applicability import is_applicable, not_applicable
+from agent_runtime.checks.execution import execution_checks
+from agent_runtime.checks.qa_run import NAME as TEST_RUN
+from agent_runtime.checks.qa_run import REFERENCE_KEY, test_run_check
+from agent_runtime.checks.role_checks import RoleCheckConfig, ToolUnavailableError, ruff_lint
+from agent_runtime.checks.role_checks import role_checks as checks_of_role
+from agent_runtime.checks.sandbox import DisabledSandbox, Sandbox, SandboxLimits
 from aggregates.values import EXECUTED_KEY, CheckOutcome
 
 __all__ = [

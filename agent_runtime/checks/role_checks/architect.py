@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from agent_runtime.role_checks._outcomes import findings, not_applicable
-from agent_runtime.role_checks.blocks import blocks_of
+from agent_runtime.checks.role_checks._outcomes import findings, not_applicable
+from agent_runtime.checks.role_checks.blocks import blocks_of
 from aggregates.values import CheckOutcome
 
 MIN_SECTIONS = 3

@@ -26,11 +26,12 @@ from nats.js import JetStreamContext
 from nats.js.api import PubAck
 from nats.js.errors import NotFoundError
 
-from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage
+from agent_runtime.nats_backend._wire import QueueNames, ResultMessage, WorkMessage
 
 __all__ = ["MAX_DELIVERIES_ADVISORY", "WorkParking", "WorkerStats", "about"]
 
-log = logging.getLogger("agent_runtime.worker")  # the worker's lines, under the worker's name
+# The worker's lines, under the worker's name.
+log = logging.getLogger("agent_runtime.nats_backend.worker")
 
 MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 

@@ -27,7 +27,7 @@ whole pid namespace.
 Runs are synchronous and bounded in number (``slots``): callers run them off the event loop
 (``asyncio.to_thread``) on the agent runtime's processes, never in the API or projectors.
 Where no sandbox can start, ``open_sandbox`` returns one that is not ``available`` and says why:
-model code is then never run at all (``checks`` records "not run: <reason>").
+model code is then never run at all (``scoring`` records "not run: <reason>").
 
 (Over 400 lines on purpose: the walls, the runs that enforce them, warm and cold, and the probe
 that finds them are one mechanism, and a wall is checked by reading them together; what runs
@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from agent_runtime.sandbox_warm import ForkServer, ForkServerError
+from agent_runtime.checks.sandbox_warm import ForkServer, ForkServerError
 
 __all__ = [
     "SANDBOX_MODES",

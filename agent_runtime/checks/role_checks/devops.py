@@ -24,10 +24,10 @@ from functools import cache
 
 import yaml
 
-from agent_runtime.role_checks import _k8s
-from agent_runtime.role_checks._outcomes import findings, not_applicable
-from agent_runtime.role_checks._tools import MAX_INPUT_CHARS, ToolUnavailableError, run_tool
-from agent_runtime.role_checks.blocks import blocks_of
+from agent_runtime.checks.role_checks import _k8s
+from agent_runtime.checks.role_checks._outcomes import findings, not_applicable
+from agent_runtime.checks.role_checks._tools import MAX_INPUT_CHARS, ToolUnavailableError, run_tool
+from agent_runtime.checks.role_checks.blocks import blocks_of
 from aggregates.values import CheckOutcome
 
 _Lint = Callable[[str], tuple[list[str], list[str]]]

@@ -11,7 +11,7 @@ the cores. ``max_restarts`` brings a dead actor back; ``max_task_retries=1`` re-
 was running when its actor died, which is safe because a turn is idempotent by its key (the
 dispatcher records one answer per agent and round). Calls to one actor that start together (a
 deliberation's agents in one phase; deliberations released together) travel as one Ray call, and
-their answers come back together unless one is slow (``_ray_batches``): a Ray call's fixed cost,
+their answers come back together unless one is slow (``_batches``): a Ray call's fixed cost,
 not the agents' work, was what a busy two-core machine queued on. An actor that holds all of a
 last round's agents starts the final ratings the dispatcher has promised to ask for as the last
 answer comes in, and the requests join those calls (``_early_ratings``): a Ray round trip less
@@ -20,7 +20,7 @@ between a deliberation's two phases.
 The caller owns ``ray.init`` (the composition root, or the test fixture); this module never
 initialises Ray. It works the same as a driver on the cluster and as a Ray client (``ray://``,
 what the Kubernetes manifests use); the actors' code is imported on the workers, never shipped.
-In async code object refs are awaited through ``_ray_refs`` (a client's would block the loop)
+In async code object refs are awaited through ``_refs`` (a client's would block the loop)
 and ``ray.get`` is never called.
 
 (Over 400 lines on purpose: the actor and the driver-side runtime are the two ends of one call
@@ -43,15 +43,6 @@ import ray
 from ray.actor import ActorClass
 from ray.exceptions import RayError
 
-from agent_runtime import _ray_refs
-from agent_runtime._early_ratings import EarlyRatings
-from agent_runtime._ray_batches import (
-    ActorBatches,
-    BatchingActor,
-    CallBatcher,
-    Outcome,
-    RemoteMethod,
-)
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -63,10 +54,19 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.checks import assess_candidates, needs_sandbox, with_peer_reviews
-from agent_runtime.council import CouncilMember, EndpointConfig
-from agent_runtime.openai_client import RetryPolicy
-from agent_runtime.sandbox import DisabledSandbox, SandboxState
+from agent_runtime.checks.sandbox import DisabledSandbox, SandboxState
+from agent_runtime.checks.scoring import assess_candidates, needs_sandbox, with_peer_reviews
+from agent_runtime.member.caller import CouncilMember, EndpointConfig
+from agent_runtime.member.openai_client import RetryPolicy
+from agent_runtime.ray_backend import _refs
+from agent_runtime.ray_backend._batches import (
+    ActorBatches,
+    BatchingActor,
+    CallBatcher,
+    Outcome,
+    RemoteMethod,
+)
+from agent_runtime.ray_backend._early_ratings import EarlyRatings
 
 __all__ = ["ActorStats", "AgentActor", "RayAgentRuntime", "pool_index"]
 
@@ -158,7 +158,7 @@ class AgentActor:
     async def run_batch(
         self, batch_id: str, calls: list[tuple[str, object, str]], linger_s: float, keep_s: float
     ) -> list[Outcome]:
-        """Several calls in one Ray call (see ``_ray_batches``)."""
+        """Several calls in one Ray call (see ``_batches``)."""
         return await self._batches.run(batch_id, calls, linger_s, keep_s)
 
     async def collect(self, batch_id: str, indexes: list[int], linger_s: float) -> list[Outcome]:
@@ -289,7 +289,7 @@ class RayAgentRuntime:
             max_restarts: how often Ray restarts a dead actor.
             ready_timeout_s: how long to wait for the actors to come up.
             actor_options: extra ``.options(...)`` for the actors (e.g. a runtime_env).
-            structured_output: how reviews ask for JSON (``council.STRUCTURED_OUTPUT_MODES``).
+            structured_output: how reviews ask for JSON (``caller.STRUCTURED_OUTPUT_MODES``).
             thinking: how a reasoning model thinks, ``auto``, ``on`` or ``off``
                 (``EndpointConfig.thinking``).
             sandbox: where the actors run candidates' code (``EndpointConfig.sandbox``).
@@ -331,7 +331,7 @@ class RayAgentRuntime:
         runtime = cls(pools, endpoint=endpoint, max_in_flight=max_in_flight)
         try:
             actors = [a for pool in pools.values() for a in pool]
-            pings = [_ray_refs.result(a.ping.remote()) for a in actors]
+            pings = [_refs.result(a.ping.remote()) for a in actors]
             await asyncio.wait_for(asyncio.gather(*pings), ready_timeout_s)
         except (TimeoutError, RayError, ConnectionError) as e:  # the last: a Ray client, cut off
             await runtime.close()
@@ -454,7 +454,7 @@ class RayAgentRuntime:
         """The executable checks and scores: from ``precheck`` where it checked the same text,
         otherwise in this process.
 
-        DEV candidates (and any whose scoring runs something: ``checks.needs_sandbox``) always
+        DEV candidates (and any whose scoring runs something: ``scoring.needs_sandbox``) always
         on an actor (``precheck`` now, if it was not asked early): their code runs in the
         actor's sandbox, never in this process, which is the dispatcher's.
         If the actor fails, they are checked here without running anything ("not run").
@@ -511,7 +511,7 @@ class RayAgentRuntime:
     async def stats(self) -> list[ActorStats]:
         """Every actor's counters, pool by pool."""
         refs = [a.stats.remote() for actors in self._pools.values() for a in actors]
-        return list(await asyncio.gather(*map(_ray_refs.result, refs)))
+        return list(await asyncio.gather(*map(_refs.result, refs)))
 
     def watch_connection(self, interval_s: float = CONNECTION_CHECK_S) -> None:
         """Start checking that this process still reaches Ray; ``background_tasks`` then holds
@@ -533,12 +533,12 @@ class RayAgentRuntime:
     async def _check_connection(self, interval_s: float) -> None:
         actors = [a for pool in self._pools.values() for a in pool]
         for i in itertools.count():
-            if not _ray_refs.connected():
+            if not _refs.connected():
                 msg = "lost the connection to Ray: agent calls cannot reach the cluster"
                 raise AgentRuntimeError(msg)
             # Errors here are not the verdict: a lost connection shows in ``connected`` next.
             with contextlib.suppress(Exception):
-                ping = _ray_refs.result(actors[i % len(actors)].ping.remote())
+                ping = _refs.result(actors[i % len(actors)].ping.remote())
                 await asyncio.wait_for(ping, interval_s)
             await asyncio.sleep(interval_s)
 
@@ -558,10 +558,10 @@ class RayAgentRuntime:
             with contextlib.suppress(asyncio.CancelledError, AgentRuntimeError):
                 await self._watch
         actors = [a for pool in self._pools.values() for a in pool]
-        if not _ray_refs.connected():
+        if not _refs.connected():
             return  # the cluster (or the connection to it) is gone, its actors with it
         # Exception, not RayError alone: a client whose connection dropped raises a plain one.
         with contextlib.suppress(Exception):
-            closing = (_ray_refs.result(a.close.remote()) for a in actors)
+            closing = (_refs.result(a.close.remote()) for a in actors)
             await asyncio.wait_for(asyncio.gather(*closing), 5.0)
-        await asyncio.gather(*(_ray_refs.kill(a) for a in actors))
+        await asyncio.gather(*(_refs.kill(a) for a in actors))

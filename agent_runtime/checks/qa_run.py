@@ -20,10 +20,10 @@ The check, ``test_run``:
 
 from __future__ import annotations
 
-from agent_runtime.applicability import not_applicable
-from agent_runtime.execution import OUTPUT_CHARS, SuiteResult, run_candidate
-from agent_runtime.role_checks.blocks import blocks_of
-from agent_runtime.sandbox import Sandbox, SandboxLimits
+from agent_runtime.checks.applicability import not_applicable
+from agent_runtime.checks.execution import OUTPUT_CHARS, SuiteResult, run_candidate
+from agent_runtime.checks.role_checks.blocks import blocks_of
+from agent_runtime.checks.sandbox import Sandbox, SandboxLimits
 from aggregates.values import CheckOutcome
 
 __all__ = ["NAME", "REFERENCE_KEY", "test_run_check"]

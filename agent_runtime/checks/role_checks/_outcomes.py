@@ -2,16 +2,16 @@
 
 Every role check returns a ``CheckOutcome`` whose ``details`` carry ``weight`` (what the council
 configured, default 1) and, when the check could not judge this answer (nothing of its kind in
-it), ``applicable = "false"`` (``agent_runtime.applicability``, the one convention). The score
-reads both from the outcome itself, so an assessment carries everything that made its score,
-and folding in peer ratings later needs no config.
+it), ``applicable = "false"`` (``agent_runtime.checks.applicability``, the one convention). The
+score reads both from the outcome itself, so an assessment carries everything that made its
+score, and folding in peer ratings later needs no config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent_runtime.applicability import NOT_APPLICABLE, is_applicable, not_applicable
+from agent_runtime.checks.applicability import NOT_APPLICABLE, is_applicable, not_applicable
 from aggregates.values import CheckOutcome
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
 
 
 def lint_score(errors: int, warnings: int) -> float:
-    """One error halves the score, each warning costs 0.05: the lint formula of ``checks``."""
+    """One error halves the score, each warning costs 0.05: the lint formula of ``scoring``."""
     return round(max(0.0, 1.0 / (1 + errors) - 0.05 * warnings), 4)
 
 

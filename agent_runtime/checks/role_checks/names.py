@@ -16,7 +16,7 @@ CHECKS_BY_ROLE: Mapping[str, tuple[str, ...]] = {
     "DATA": ("sql", "ruff"),
 }
 """DEV's Python lint (ruff) is the base ``lint`` check every DEV answer gets already. QA's
-``test_run`` needs a sandbox, so ``checks`` supplies it (``role_checks``'s ``runners``)."""
+``test_run`` needs a sandbox, so ``scoring`` supplies it (``role_checks``'s ``runners``)."""
 
 
 def unknown_checks(role: str, names: Iterable[str]) -> list[str]:

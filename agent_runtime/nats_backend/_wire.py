@@ -1,6 +1,6 @@
 """What the NATS agent backend puts on the wire: stream and subject names, and the JSON codec.
 
-Shared by both ends (``nats_runtime`` on the dispatcher side, ``worker`` on the worker side), so
+Shared by both ends (``runtime`` on the dispatcher side, ``worker`` on the worker side), so
 the two cannot disagree about a subject or a field. The codec is generic over the frozen
 dataclasses of ``agent_runtime.api``: it follows their type hints, so a field added there
 travels with no change here; a field the other end does not know is ignored and a missing one

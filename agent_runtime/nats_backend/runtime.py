@@ -1,12 +1,12 @@
 """The AgentRuntime on a JetStream work queue: agent calls go to plain worker processes, no Ray.
 
 Why ``agent_runtime`` imports ``nats`` here: this module *is* an agent backend, the peer of
-``ray_runtime`` (which imports ``ray``); the transport is the backend. It stays below the
+``ray_backend.runtime`` (which imports ``ray``); the transport is the backend. It stays below the
 dispatchers (they see only ``agent_runtime.api``) and it owns no event: results come back as
 return values and ``AgentTurnError``, exactly as from Ray, so nothing above the dispatcher can
 tell the backends apart. It must not reach the event stream: its streams are its own.
 
-How a call travels (names in ``_nats_wire.QueueNames``):
+How a call travels (names in ``_wire.QueueNames``):
 
 1. ``run_turn`` / ``review`` / ``assess`` first look for an answer already stored for the
    call's key (a re-dispatch after a takeover: the answer its first caller never read is
@@ -18,8 +18,8 @@ How a call travels (names in ``_nats_wire.QueueNames``):
    duplicate window is refused by JetStream, so a re-dispatch never queues live work twice; it
    reads the answer stored meanwhile, if there is one, and otherwise waits for the one in
    flight. A stored failure is an earlier caller's: the call is queued again as a new attempt.
-2. Workers of the role share one durable pull consumer (``agent_runtime.worker``) and answer on
-   ``fleet.agents.<ns>.results.<kind>.<digest of key>`` in the results stream
+2. Workers of the role share one durable pull consumer (``agent_runtime.nats_backend.worker``)
+   and answer on ``fleet.agents.<ns>.results.<kind>.<digest of key>`` in the results stream
    (``<STREAM>_AGENT_RESULTS``, limits retention, ``max_age`` bounded).
 3. This process reads every result through one durable consumer of its own (``results-<id>``,
    deliver-new, removed when idle) and completes the future waiting on that key. A result for a
@@ -33,7 +33,7 @@ How a call travels (names in ``_nats_wire.QueueNames``):
 
 (Over 400 lines on purpose: one class, the caller's end of the queue; queuing, the stored-answer
 lookup and the results listener share its waiting calls and are read together. The wire format
-is ``_nats_wire``, the worker's end ``worker``, the shared plumbing ``natsio``.)
+is ``_wire``, the worker's end ``worker``, the shared plumbing ``natsio``.)
 
 No semaphore bounds calls here: the workers' concurrency is the bound on the endpoint, and work
 beyond it waits in the queue (its depth is the autoscaling signal).
@@ -63,7 +63,6 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 from nats.js.errors import NotFoundError
 
-from agent_runtime._nats_wire import QueueNames, ResultMessage, WorkMessage, decode, encode
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -74,6 +73,7 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
+from agent_runtime.nats_backend._wire import QueueNames, ResultMessage, WorkMessage, decode, encode
 from natsio import (
     PullSubscription,
     StreamSetupError,

@@ -1,8 +1,8 @@
 """A worker of the NATS agent backend: takes one role's agent calls off the JetStream work queue.
 
-Each worker runs a ``council.CouncilMember`` (the same prompts, client and prefill join as a Ray
-actor), so a turn's answer does not depend on the backend. Every worker of a role binds the same
-durable pull consumer (``agents-<ROLE>``), which makes the role's work a queue: start more
+Each worker runs a ``member.caller.CouncilMember`` (the same prompts, client and prefill join as
+a Ray actor), so a turn's answer does not depend on the backend. Every worker of a role binds the
+same durable pull consumer (``agents-<ROLE>``), which makes the role's work a queue: start more
 processes, anywhere that reaches NATS and the model endpoint, and they share it.
 
 Delivery is explicit, and the rules are:
@@ -79,19 +79,6 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, PubAck
 from nats.js.errors import NotFoundError
 
-from agent_runtime._nats_wire import (
-    QueueNames,
-    ResultMessage,
-    WorkMessage,
-    decode,
-    encode,
-)
-from agent_runtime._worker_parking import (
-    MAX_DELIVERIES_ADVISORY,
-    WorkerStats,
-    WorkParking,
-    about,
-)
 from agent_runtime.api import (
     AgentRuntimeError,
     AgentTurn,
@@ -101,7 +88,20 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.nats_runtime import ensure_streams
+from agent_runtime.nats_backend._wire import (
+    QueueNames,
+    ResultMessage,
+    WorkMessage,
+    decode,
+    encode,
+)
+from agent_runtime.nats_backend._worker_parking import (
+    MAX_DELIVERIES_ADVISORY,
+    WorkerStats,
+    WorkParking,
+    about,
+)
+from agent_runtime.nats_backend.runtime import ensure_streams
 from lifecycle import BackgroundService
 from natsio import DEAD_LETTER_STREAM, dead_letter_stream_config, ensure_stream
 
@@ -124,7 +124,7 @@ _TASK_PREFIX = "deliberation:"
 
 
 class CallExecutor(Protocol):
-    """What runs a call: ``council.CouncilMember`` (one per role) satisfies it."""
+    """What runs a call: ``member.caller.CouncilMember`` (one per role) satisfies it."""
 
     async def run_turn(self, turn: AgentTurn) -> TurnResult: ...
 

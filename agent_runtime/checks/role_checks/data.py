@@ -22,9 +22,9 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
-from agent_runtime.role_checks._outcomes import findings, not_applicable
-from agent_runtime.role_checks._tools import MAX_INPUT_CHARS
-from agent_runtime.role_checks.blocks import blocks_of
+from agent_runtime.checks.role_checks._outcomes import findings, not_applicable
+from agent_runtime.checks.role_checks._tools import MAX_INPUT_CHARS
+from agent_runtime.checks.role_checks.blocks import blocks_of
 from aggregates.values import CheckOutcome
 
 DEFAULT_DIALECT = "postgres"

@@ -4,7 +4,7 @@ A check that finds nothing it can judge (no sandbox to run code in, no peer wrot
 shell block for shellcheck, ...) returns ``not_applicable(name, reason)``: it does *not* pass
 (it did not run, and a check that did not run is never reported as passed), its score is 0,
 its message starts with "not applicable: " and says why, and ``details["applicable"] ==
-"false"`` tells every reader to leave it out: the score (``checks.score``), "all passed"
+"false"`` tells every reader to leave it out: the score (``scoring.score``), "all passed"
 (``aggregates.values.all_checks_passed``), ``fleet result`` ("–") and the web console.
 """
 

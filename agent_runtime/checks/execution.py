@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_runtime.applicability import not_applicable
-from agent_runtime.sandbox import Sandbox, SandboxLimits, SandboxRun
+from agent_runtime.checks.applicability import not_applicable
+from agent_runtime.checks.sandbox import Sandbox, SandboxLimits, SandboxRun
 from aggregates.values import CheckOutcome
 
 __all__ = [

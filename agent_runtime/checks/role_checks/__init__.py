@@ -6,7 +6,7 @@ details; a check that finds nothing of its kind in the answer says "not applicab
 and does not count. Pure functions of the text, the role and the configuration: the linters
 (ruff, shellcheck, hadolint) read the text on stdin; nothing the model wrote is executed.
 
-Scoring is ``checks.score``'s: each applicable role check joins the rank with its council
+Scoring is ``scoring.score``'s: each applicable role check joins the rank with its council
 weight (a role check marked ``gate`` also gates). See ``docs/checks.md``, ``docs/role-checks.md``.
 """
 
@@ -16,25 +16,29 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from agent_runtime.role_checks._outcomes import (
+from agent_runtime.checks.role_checks._outcomes import (
     findings,
     is_applicable,
     not_applicable,
     weighted,
 )
-from agent_runtime.role_checks._tools import ToolUnavailableError
-from agent_runtime.role_checks.architect import decisions_check, diagrams_check, sections_check
-from agent_runtime.role_checks.blocks import blocks_of
-from agent_runtime.role_checks.data import sql_check
-from agent_runtime.role_checks.devops import (
+from agent_runtime.checks.role_checks._tools import ToolUnavailableError
+from agent_runtime.checks.role_checks.architect import (
+    decisions_check,
+    diagrams_check,
+    sections_check,
+)
+from agent_runtime.checks.role_checks.blocks import blocks_of
+from agent_runtime.checks.role_checks.data import sql_check
+from agent_runtime.checks.role_checks.devops import (
     hadolint_check,
     k8s_schema_check,
     shellcheck_check,
     yamllint_check,
 )
-from agent_runtime.role_checks.names import CHECKS_BY_ROLE, unknown_checks
-from agent_runtime.role_checks.python_lint import ruff_lint
-from agent_runtime.role_checks.qa import qa_tests_check
+from agent_runtime.checks.role_checks.names import CHECKS_BY_ROLE, unknown_checks
+from agent_runtime.checks.role_checks.python_lint import ruff_lint
+from agent_runtime.checks.role_checks.qa import qa_tests_check
 from aggregates.values import CheckOutcome
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from agent_runtime.role_checks._tools import MAX_INPUT_CHARS, ToolUnavailableError, run_tool
+from agent_runtime.checks.role_checks._tools import MAX_INPUT_CHARS, ToolUnavailableError, run_tool
 
 RUFF_RULES = "E9,F"
 _ERROR_PREFIXES = ("E9", "F63", "F7", "F82", "F50", "F52", "invalid-syntax")

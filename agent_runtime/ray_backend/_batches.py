@@ -38,8 +38,8 @@ from typing import Any, NoReturn, Protocol, TypeVar
 from ray import ObjectRef
 from ray.exceptions import RayError, RayTaskError
 
-from agent_runtime import _ray_refs
 from agent_runtime.api import AgentTurnError
+from agent_runtime.ray_backend import _refs
 
 __all__ = [
     "BATCH_LINGER_S",
@@ -283,7 +283,7 @@ class CallBatcher:
         fail deliberations that a restart resumes). The node stops on it (the runtime's
         connection watch) and its restart asks again; a caller that waits alone gives up at its
         own deadline (``RayAgentRuntime._call``)."""
-        if _ray_refs.connection_lost(e):
+        if _refs.connection_lost(e):
             log.warning(
                 "%d agent call(s) left unanswered: the connection to Ray is lost (%s: %s)",
                 len(calls),
@@ -308,9 +308,9 @@ class CallBatcher:
         return actor.run_batch.remote(batch_id, items, self._linger_s, keep_s)
 
     async def _send_one(self, actor: BatchingActor, call: _Call, ref: ObjectRef[object]) -> None:
-        call.future.add_done_callback(lambda f: _ray_refs.cancel(ref) if f.cancelled() else None)
+        call.future.add_done_callback(lambda f: _refs.cancel(ref) if f.cancelled() else None)
         try:
-            result = await _ray_refs.result(ref)
+            result = await _refs.result(ref)
         except RayTaskError as e:
             _fail(call, AgentTurnError(_cause_message(e)))
         except RayError as e:
@@ -341,7 +341,7 @@ class CallBatcher:
                 elif ref is None:
                     self.ray_calls += 1
                     ref = actor.collect.remote(batch_id, remaining, self._linger_s)
-                outcomes: list[Outcome] = await _ray_refs.result(ref)
+                outcomes: list[Outcome] = await _refs.result(ref)
                 ref = None
             except RayTaskError as e:
                 for i in remaining:

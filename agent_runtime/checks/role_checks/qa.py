@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 
-from agent_runtime.role_checks._outcomes import findings, not_applicable
-from agent_runtime.role_checks.blocks import blocks_of
+from agent_runtime.checks.role_checks._outcomes import findings, not_applicable
+from agent_runtime.checks.role_checks.blocks import blocks_of
 from aggregates.values import CheckOutcome
 
 

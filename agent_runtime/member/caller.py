@@ -1,9 +1,10 @@
 """One council member's work, without Ray: a turn becomes a prompt, a chat call and a TurnResult.
 
-``CouncilMember`` is what each Ray actor holds (see ``ray_runtime.AgentActor``); keeping it free
-of Ray lets the same code run in-process (``LocalAgentRuntime``: for tests, benchmarks and a
-single-process mode) and keeps the actor a thin shell. Failures become ``AgentTurnError`` with
-the turn's key in the message; content is never made up.
+``CouncilMember`` is what each Ray actor holds (see ``ray_backend.runtime.AgentActor``) and
+what each NATS worker runs; keeping it free of Ray lets the same code run in-process
+(``LocalAgentRuntime``: for tests, benchmarks and a single-process mode) and keeps the actor a
+thin shell. Failures become ``AgentTurnError`` with the turn's key in the message; content is
+never made up.
 """
 
 from __future__ import annotations
@@ -22,23 +23,28 @@ from agent_runtime.api import (
     ReviewResult,
     TurnResult,
 )
-from agent_runtime.architect import (
+from agent_runtime.checks.sandbox import Sandbox, open_sandbox
+from agent_runtime.checks.scoring import assess_candidates
+from agent_runtime.member.architect import (
     SELECT,
     choice_reviews,
     parse_choice,
     selection_messages,
     selection_schema,
 )
-from agent_runtime.checks import assess_candidates
-from agent_runtime.openai_client import (
+from agent_runtime.member.openai_client import (
     ChatClientError,
     ChatHTTPError,
     OpenAIChatClient,
     RetryPolicy,
 )
-from agent_runtime.prompts import build_messages, join_prefill, prefill_of
-from agent_runtime.reviews import label_candidates, parse_reviews, review_messages, review_schema
-from agent_runtime.sandbox import Sandbox, open_sandbox
+from agent_runtime.member.prompts import build_messages, join_prefill, prefill_of
+from agent_runtime.member.reviews import (
+    label_candidates,
+    parse_reviews,
+    review_messages,
+    review_schema,
+)
 
 __all__ = [
     "CONTINUE_FINAL_MESSAGE",
@@ -201,7 +207,7 @@ class CouncilMember:
         )
 
     async def review(self, request: ReviewInput) -> ReviewResult:
-        """Critique or rate peers' proposals (see ``agent_runtime.reviews``).
+        """Critique or rate peers' proposals (see ``agent_runtime.member.reviews``).
 
         Structured output is asked for as the endpoint is configured; a 400 to that request
         (a server without the feature) is retried once as a plain request. An answer with no
@@ -257,7 +263,7 @@ class CouncilMember:
         )
 
     def assess(self, request: AssessmentInput) -> list[Assessment]:
-        """Checks and scores (``checks.assess_candidates``), running DEV candidates in this
+        """Checks and scores (``scoring.assess_candidates``), running DEV candidates in this
         member's sandbox. Blocks while they run: call it off the event loop."""
         return assess_candidates(request, self.sandbox)
 

@@ -1,0 +1,2 @@
+"""The NATS agent backend: the JetStream work queue (``runtime``), its worker (``worker``) and the
+wire format both ends share (``_wire``)."""
