@@ -24,6 +24,10 @@ store, and the store ignores what it has already applied.
 * Any other error stops the runner: logged, kept in ``error`` and re-raised (as the cause of
   ``ProjectionStoppedError``) by ``wait``. A projection that skipped an event would be silently
   wrong forever; one that stops is noticed and restarted after a fix.
+
+Over 400 lines on purpose: the loop in ``_follow`` (claim, take, stage, write, renew, idle) is
+one state machine, read and changed as one; its read side (``_feed``) and write side
+(``_writes``) are modules of their own.
 """
 
 from __future__ import annotations
@@ -35,8 +39,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -45,6 +47,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
 
 from projectors._feed import Feed
+from projectors._writes import Staged, Writer
 from projectors.errors import PositionMovedError, ProjectionFencedError, ProjectionStoppedError
 from projectors.fence import DEFAULT_LEASE_MS, Fence
 from projectors.projection import Projection, StagedProjection
@@ -56,25 +59,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = 500
 DEFAULT_IDLE_S = 1.0
 _MAX_BACKOFF_S = 5.0
-
-
-@dataclass(frozen=True)
-class _Staged:
-    """A batch ready to write: ``write`` stores it (and returns how many events were ours)."""
-
-    write: Callable[[], int]
-    first: int
-    last: int
-    at: datetime | None  # the recording time of its last event
-
-    def submit(self, writer: ThreadPoolExecutor) -> _Write:
-        return _Write(self, writer.submit(self.write))
-
-
-@dataclass(frozen=True)
-class _Write:
-    staged: _Staged
-    future: Future[int]
 
 
 class RunnerState:
@@ -325,15 +309,13 @@ class ProjectorRunner:
         renew_s = self._lease_ms / 3000
         renew_at = time.monotonic() + renew_s
         dirty = True  # the store may hold a previous run's un-checkpointed writes
-        writer = ThreadPoolExecutor(1, thread_name_prefix=f"write-{self.name}")
-        pending: _Write | None = None  # a full batch being written while the next is staged
+        writer = Writer(f"write-{self.name}")  # a full batch written while the next is staged
         try:
             while not self._is_stopped():
-                if pending is not None:  # behind: stage what is queued, else finish the write
+                if writer.busy:  # behind: stage what is queued, else finish the write
                     taken = feed.take(0.0, after=base, limit=self._batch_size)
                     if taken is None:
-                        self._finish(pending)
-                        pending = None
+                        self._finish(writer)
                         continue
                 else:
                     wait = max(0.0, renew_at - time.monotonic())
@@ -350,36 +332,31 @@ class ProjectorRunner:
                     continue
                 if taken.notifications:
                     staged = self._stage(taken.notifications, base, fence)
-                    self._finish(pending)
-                    pending = None
+                    self._finish(writer)
                     if len(taken.notifications) >= self._batch_size:  # behind: pipelined
-                        pending = staged.submit(writer)
+                        writer.submit(staged)
                     else:  # live: what arrives while this commits goes in the next one
                         self._published(staged, staged.write())
                     base = staged.last
                     renew_at = time.monotonic() + renew_s  # a fenced write renews the lease
                     dirty = True
                     if backlog and base >= backlog:  # the catch-up is applied: before live
-                        self._finish(pending)
-                        pending = None
+                        self._finish(writer)
                         self._idle()
                         dirty = False
                         backlog = 0
                 if taken.ended:
-                    self._finish(pending)
-                    pending = None
+                    self._finish(writer)
                     if taken.error is not None:
                         raise taken.error
                     return
         finally:
-            if pending is not None:  # leaving on an error: the store is ours again once the
-                pending.future.exception()  # write in flight has ended (its error dropped)
-            writer.shutdown(wait=True)
+            writer.close()  # leaving on an error: the store is ours once the write has ended
             feed.close()
             with self._cond:
                 self._feed = None
 
-    def _stage(self, batch: Sequence[Notification], base: int, fence: Fence | None) -> _Staged:
+    def _stage(self, batch: Sequence[Notification], base: int, fence: Fence | None) -> Staged:
         """The batch's work that needs no store, done on the runner's thread while the batch
         before it is written: decoding, and the projection's own (``StagedProjection``)."""
         mapper = self._app.mapper
@@ -393,14 +370,15 @@ class ProjectorRunner:
             def write() -> int:
                 return projection.apply_batch(items, base=base, fence=fence)
 
-        return _Staged(write, batch[0].id, batch[-1].id, at if isinstance(at, datetime) else None)
+        return Staged(write, batch[0].id, batch[-1].id, at if isinstance(at, datetime) else None)
 
-    def _finish(self, pending: _Write | None) -> None:
-        """Wait for ``pending``'s write, if any, raising its error, and publish its position."""
-        if pending is not None:
-            self._published(pending.staged, pending.future.result())
+    def _finish(self, writer: Writer) -> None:
+        """Wait for the write in flight, if any, raising its error, and publish its position."""
+        done = writer.finish()
+        if done is not None:
+            self._published(*done)
 
-    def _published(self, staged: _Staged, applied: int) -> None:
+    def _published(self, staged: Staged, applied: int) -> None:
         with self._cond:
             self._position = staged.last
             self._applied += applied
