@@ -42,6 +42,8 @@ __all__ = [
     "AsyncRecorder",
     "ContextStore",
     "CouncilDirectory",
+    "CypherParams",
+    "CypherRow",
     "DeliberationStore",
     "DerivationStore",
     "EventFeed",
@@ -58,6 +60,14 @@ __all__ = [
 
 T = TypeVar("T")
 A = TypeVar("A")
+
+CypherParams = Mapping[str, object]
+"""A Cypher statement's parameters, name to value: what the engine's driver accepts (str, int,
+float, bool, None, and lists and maps of them). Checked by the engine, not here."""
+
+CypherRow = dict[str, object]
+"""One result row of a Cypher query, column name to a plain value (nodes come back as dicts of
+properties). The engine decides each value's type; a reader narrows what it uses."""
 
 
 @dataclass(frozen=True)
@@ -218,11 +228,11 @@ class HistoryGraph(Protocol):
     def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = ...,
         *,
         timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[CypherRow]: ...
 
 
 class GraphReader(Protocol):
@@ -237,11 +247,11 @@ class GraphReader(Protocol):
     async def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = ...,
         *,
         timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[CypherRow]: ...
 
 
 class CouncilDirectory(Protocol):
