@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from uuid import UUID
 
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Notification, StoredEvent
 
 from aggregates import Deliberation, Plan
@@ -59,7 +60,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-A = TypeVar("A")
+A = TypeVar("A", bound=Aggregate)
 
 CypherParams = Mapping[str, object]
 """A Cypher statement's parameters, name to value: what the engine's driver accepts (str, int,

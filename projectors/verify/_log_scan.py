@@ -69,7 +69,7 @@ class Log:
             return ""
         return str(getattr(history.events[0], "task_id", "")) if history else ""
 
-    def extend(self, app: Application[Any], stop: int) -> None:
+    def extend(self, app: Application[UUID], stop: int) -> None:
         prefix = get_topic(Deliberation) + "."
         council_prefix = get_topic(Council) + "."
         plan_topics = {
