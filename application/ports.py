@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -37,6 +37,7 @@ from eventsourcing.persistence import Notification, StoredEvent
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from application.councils import CouncilChange, CouncilView
+from application.events import FleetEvent
 from application.views import DeliberationView
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "DerivationStore",
     "EventFeed",
     "FeedItem",
+    "FleetEvent",
     "GraphReader",
     "HistoryGraph",
     "NodeStore",
@@ -75,7 +77,7 @@ properties). The engine decides each value's type; a reader narrows what it uses
 class FeedItem:
     position: int
     """The event's notification id (the JetStream stream sequence)."""
-    event: Any
+    event: FleetEvent
     """The domain event, e.g. ``Deliberation.Requested``."""
 
 

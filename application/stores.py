@@ -27,7 +27,7 @@ import copy
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
@@ -44,6 +44,7 @@ from application.errors import (
     RecordNotFoundError,
     StoryNotFoundError,
 )
+from application.events import FleetEvent, fleet_event
 from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
@@ -238,11 +239,11 @@ class ApplicationDeliberationStore:
     async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
         return await self._writer.submit(story_id, change, self._get_story)
 
-    async def history(self, deliberation_id: UUID) -> list[Any]:
+    async def history(self, deliberation_id: UUID) -> list[FleetEvent]:
         """Every stored event of one deliberation, oldest first (domain events)."""
 
-        def read() -> list[Any]:
-            return list(self._app.events.get(deliberation_id))
+        def read() -> list[FleetEvent]:
+            return [fleet_event(e) for e in self._app.events.get(deliberation_id)]
 
         events = await asyncio.to_thread(read)
         if not events:
