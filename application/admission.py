@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from aggregates import Deliberation
 from application.errors import ServiceUnavailableError
+from application.ports import FleetEvent
 from application.stats import StatsFollower
 
 __all__ = ["CATCH_UP_WAIT_S", "InFlightBound", "InFlightBoundError"]
@@ -62,7 +63,7 @@ class InFlightBound:
         self.refused = 0
         """Submissions refused since start (for tests and benchmarks)."""
 
-    def _folded(self, event: Any) -> None:
+    def _folded(self, event: FleetEvent) -> None:
         if isinstance(event, Deliberation.Requested):
             self._unseen.pop(event.originator_id, None)
 

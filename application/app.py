@@ -11,21 +11,22 @@ Councils hold a few dozen small events each, so they replay whole and are never 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
+from uuid import UUID
 
 from eventsourcing.application import Application
 from eventsourcing.domain import MutableOrImmutableAggregate
 
 from aggregates import Council, Deliberation, Plan
 
-AGGREGATES: tuple[type[MutableOrImmutableAggregate[Any]], ...] = (Deliberation, Plan, Council)
+AGGREGATES: tuple[type[MutableOrImmutableAggregate[UUID]], ...] = (Deliberation, Plan, Council)
 """Every aggregate this application stores (``fleet verify`` and replay walk their events)."""
 
 
-class FleetApplication(Application[Any]):
+class FleetApplication(Application[UUID]):
     name = "Fleet"
     # Bounded replay: a long deliberation reloads from a snapshot plus its last few events.
-    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[Any]], int]] = {
+    snapshotting_intervals: ClassVar[dict[type[MutableOrImmutableAggregate[UUID]], int]] = {
         Deliberation: 50
     }
 

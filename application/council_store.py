@@ -20,7 +20,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import TypeVar
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
@@ -36,7 +37,7 @@ from aggregates import (
 from aggregates.council import check_agent_id, check_num_agents, default_agent_ids
 from application.app import FleetApplication
 from application.councils import CouncilAgentView, CouncilChange, CouncilView
-from application.ports import EventFeed
+from application.ports import EventFeed, FleetEvent
 
 __all__ = [
     "CouncilEventStore",
@@ -191,7 +192,7 @@ class CouncilEventStore:
                 for r in Role:
                     await self._refresh(r.value)
 
-    async def _role_of(self, event: Any) -> str:
+    async def _role_of(self, event: FleetEvent) -> str:
         role = getattr(event, "role", "")
         if role:
             return str(role)
@@ -232,12 +233,12 @@ class CouncilEventStore:
         def read() -> list[CouncilChange]:
             out = []
             for e in self._app.events.get(council_id(r)):
-                when: Any = getattr(e, "timestamp", None)  # every Council event has one
+                when = getattr(e, "timestamp", None)  # every Council event has one
                 out.append(
                     CouncilChange(
                         version=e.originator_version,
                         kind=type(e).__name__,
-                        at=when.isoformat() if when is not None else "",
+                        at=when.isoformat() if isinstance(when, datetime) else "",
                         agent_id=str(getattr(e, "agent_id", "")),
                     )
                 )
@@ -251,7 +252,7 @@ class CouncilEventStore:
 
     def _load(self, role: str) -> Council | None:
         try:
-            c: Any = self._app.repository.get(council_id(role))
+            c: object = self._app.repository.get(council_id(role))
         except AggregateNotFoundError:
             return None
         return c if isinstance(c, Council) else None

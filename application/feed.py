@@ -10,6 +10,7 @@ from eventsourcing.utils import get_topic
 
 from application.app import FleetApplication
 from application.async_recorder import async_recorder
+from application.events import fleet_event
 from application.ports import FeedItem
 
 __all__ = ["ApplicationEventFeed"]
@@ -40,7 +41,7 @@ class ApplicationEventFeed:
             if not page:
                 return
             for n in page:
-                yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
+                yield FeedItem(n.id, fleet_event(self._app.mapper.to_domain_event(n)))
             position = page[-1].id
 
     async def follow(self, after: int, types: Sequence[type] = ()) -> AsyncIterator[FeedItem]:
@@ -50,6 +51,6 @@ class ApplicationEventFeed:
         notifications = self._recorder.subscribe_async(gt=after, topics=topics)
         try:
             async for n in notifications:
-                yield FeedItem(n.id, self._app.mapper.to_domain_event(n))
+                yield FeedItem(n.id, fleet_event(self._app.mapper.to_domain_event(n)))
         finally:
             await notifications.aclose()

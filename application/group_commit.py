@@ -38,15 +38,19 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Literal, TypeVar, cast
 from uuid import UUID
 
+from eventsourcing.domain import Aggregate, CanMutateAggregate
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 from application.app import FleetApplication
 from application.async_recorder import async_recorder
 
 T = TypeVar("T")
+G = TypeVar("G", bound=Aggregate)
+Event = CanMutateAggregate[UUID]
+"""A domain event of one of the application's aggregates."""
 log = logging.getLogger(__name__)
 
 CONFLICT_RETRIES = 20
@@ -60,22 +64,22 @@ class AggregateCache:
     """
 
     def __init__(self, size: int) -> None:
-        self._items: OrderedDict[UUID, Any] = OrderedDict()
+        self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def take(self, agg_id: UUID) -> Any:
+    def take(self, agg_id: UUID) -> Aggregate | None:
         """Remove and return the cached aggregate (the caller changes it), or None."""
         with self._lock:
             return self._items.pop(agg_id, None)
 
-    def copy_of(self, agg_id: UUID) -> Any:
+    def copy_of(self, agg_id: UUID) -> Aggregate | None:
         """A deep copy of the cached aggregate, or None: readers never get the cached object."""
         with self._lock:
             agg = self._items.get(agg_id)
             return None if agg is None else copy.deepcopy(agg)
 
-    def keep(self, agg_id: UUID, agg: Any) -> None:
+    def keep(self, agg_id: UUID, agg: Aggregate) -> None:
         """Cache an aggregate just saved, unless terminal or older than the one cached."""
         if getattr(agg, "is_terminal", False):
             with self._lock:
@@ -100,12 +104,12 @@ class Change:
     """One caller's command, waiting for the group writer."""
 
     agg_id: UUID
-    change: Callable[[Any], Any]
-    load: Callable[[UUID], Any]
-    future: asyncio.Future[Any]
-    outcome: tuple[bool, Any] | None = None
+    change: Callable[[Aggregate], object]
+    load: Callable[[UUID], Aggregate]
+    future: asyncio.Future[object]
+    outcome: tuple[Literal[True], object] | tuple[Literal[False], BaseException] | None = None
     """(True, result) or (False, exception) once applied; None while not (or no longer) applied."""
-    events: list[Any] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     """The domain events the change recorded (its unit: saved atomically, on its own)."""
 
     def settle(self) -> None:
@@ -145,14 +149,12 @@ class GroupWriter:
         self.conflicts_retried = 0
         """Aggregates reloaded and re-applied after another writer got there first."""
 
-    async def submit(
-        self, agg_id: UUID, change: Callable[[Any], T], load: Callable[[UUID], Any]
-    ) -> T:
+    async def submit(self, agg_id: UUID, change: Callable[[G], T], load: Callable[[UUID], G]) -> T:
         (result,) = await self.submit_in_order(agg_id, [change], load)
         return result
 
     async def submit_in_order(
-        self, agg_id: UUID, changes: Sequence[Callable[[Any], T]], load: Callable[[UUID], Any]
+        self, agg_id: UUID, changes: Sequence[Callable[[G], T]], load: Callable[[UUID], G]
     ) -> list[T]:
         """Queue ``changes`` together (one group, this order) and wait for all of them.
 
@@ -160,20 +162,23 @@ class GroupWriter:
         nothing and does not stop the later ones. Raises the first error, once all are settled.
         """
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[T]] = []
+        futures: list[asyncio.Future[object]] = []
         for change in changes:
-            future: asyncio.Future[T] = loop.create_future()
-            self._queue.append(Change(agg_id, change, load, future))
+            future: asyncio.Future[object] = loop.create_future()
+            # The writer handles every kind of aggregate alike; ``load`` gives ``change`` the
+            # kind it takes, and its future gets what it returned (a ``T``).
+            erased = cast("Callable[[Aggregate], object]", change)
+            self._queue.append(Change(agg_id, erased, load, future))
             futures.append(future)
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write_groups(), name="ledger-group-commit")
         if len(futures) == 1:
-            return [await futures[0]]
+            return [cast(T, await futures[0])]
         outcomes = await asyncio.gather(*futures, return_exceptions=True)
         for o in outcomes:
             if isinstance(o, BaseException):
                 raise o
-        return list(outcomes)  # type: ignore[arg-type]
+        return cast("list[T]", list(outcomes))
 
     async def drain(self) -> None:
         """Wait until every queued change is settled and its snapshots are taken.
@@ -237,7 +242,7 @@ class GroupWriter:
         """Apply and save ``work``; settle every change that is final. Returns the changes to
         apply again to a reloaded aggregate (another writer got there first)."""
         aggs = await self._aggregates(work, reload=reload)
-        applied: list[tuple[UUID, Any, list[Change]]] = []
+        applied: list[tuple[UUID, Aggregate, list[Change]]] = []
         for agg_id, agg in aggs.items():
             done = await self._apply(agg_id, agg, work[agg_id])
             if done is not None:
@@ -273,10 +278,12 @@ class GroupWriter:
             await asyncio.to_thread(self._take_snapshots, snapshots)
         return retry
 
-    async def _aggregates(self, work: dict[UUID, list[Change]], *, reload: bool) -> dict[UUID, Any]:
+    async def _aggregates(
+        self, work: dict[UUID, list[Change]], *, reload: bool
+    ) -> dict[UUID, Aggregate]:
         """Each aggregate to change: the cached one, else loaded (in a worker thread)."""
-        aggs: dict[UUID, Any] = {}
-        missing: list[tuple[UUID, Callable[[UUID], Any]]] = []
+        aggs: dict[UUID, Aggregate] = {}
+        missing: list[tuple[UUID, Callable[[UUID], Aggregate]]] = []
         for agg_id, changes in work.items():
             agg = None if reload else self._cache.take(agg_id)
             if agg is None:
@@ -295,8 +302,8 @@ class GroupWriter:
         return aggs
 
     async def _apply(
-        self, agg_id: UUID, agg: Any, changes: list[Change]
-    ) -> tuple[Any, list[Change]] | None:
+        self, agg_id: UUID, agg: Aggregate | None, changes: list[Change]
+    ) -> tuple[Aggregate, list[Change]] | None:
         """Apply ``changes`` in order, each one's events kept apart as its unit. Returns the
         aggregate and the changes that succeeded, or None when none did. Failed changes are
         settled here; the others get their outcome (delivered once their events are stored)."""
@@ -335,7 +342,7 @@ class GroupWriter:
 
     # ------------------------------------------------------------------ snapshots
 
-    def _snapshot_points(self, agg: Any, events: list[Any]) -> list[tuple[UUID, int]]:
+    def _snapshot_points(self, agg: Aggregate, events: list[Event]) -> list[tuple[UUID, int]]:
         """Where the application takes snapshots (as ``Application.save`` would)."""
         intervals = self._app.snapshotting_intervals
         if self._app.snapshots is None or not intervals:
@@ -358,10 +365,10 @@ class GroupWriter:
 
 
 def _load_all(
-    wanted: list[tuple[UUID, Callable[[UUID], Any]]],
-) -> list[tuple[UUID, Any]]:
+    wanted: list[tuple[UUID, Callable[[UUID], Aggregate]]],
+) -> list[tuple[UUID, Aggregate | Exception]]:
     """Load each aggregate; an exception (not found, say) is returned in its place."""
-    out: list[tuple[UUID, Any]] = []
+    out: list[tuple[UUID, Aggregate | Exception]] = []
     for agg_id, load in wanted:
         try:
             out.append((agg_id, load(agg_id)))

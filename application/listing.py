@@ -24,14 +24,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from aggregates import DeliberationStatus, InvalidDeliberationError, Role
 from application.errors import ServiceUnavailableError
-from application.ports import GraphReader
+from application.ports import CypherRow, GraphReader
+from application.rows import as_int
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -152,7 +151,7 @@ class DeliberationListing:
         if not 0 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidDeliberationError("page_size", f"{page_size} not in 0..{MAX_PAGE_SIZE}")
         size = page_size or DEFAULT_PAGE_SIZE
-        params: dict[str, Any] = {**f.params(), "cursor_at": "", "cursor_id": ""}
+        params: dict[str, object] = {**f.params(), "cursor_at": "", "cursor_id": ""}
         if page_token:
             params["cursor_at"], params["cursor_id"] = _decode(page_token, f.digest())
         cypher = _LIST.format(limit=size + 1)
@@ -174,7 +173,7 @@ class DeliberationListing:
             ServiceUnavailableError: no history graph is configured.
         """
         found = _words(text)
-        params: dict[str, Any] = dict(f.params())
+        params: dict[str, object] = dict(f.params())
         if self._graph is None:
             raise ServiceUnavailableError("no history graph is configured")
         clauses = []
@@ -199,7 +198,7 @@ class DeliberationListing:
             "in_progress": DeliberationStatus.IN_PROGRESS.value,
         }
         rows = await self._graph.query(_COUNT_OPEN, params, limit=1)
-        return int(rows[0]["n"]) if rows else 0
+        return as_int(rows[0]["n"]) if rows else 0
 
 
 def _words(text: str) -> list[str]:
@@ -231,7 +230,7 @@ def _decode(token: str, digest: str) -> tuple[str, str]:
     return at, d_id
 
 
-def _time(v: Any) -> datetime | None:
+def _time(v: object) -> datetime | None:
     if not v:
         return None
     try:
@@ -240,7 +239,7 @@ def _time(v: Any) -> datetime | None:
         return None
 
 
-def _summary(r: Mapping[str, Any]) -> Summary:
+def _summary(r: CypherRow) -> Summary:
     task = str(r.get("task") or "")
     return Summary(
         deliberation_id=str(r.get("id") or ""),
@@ -252,7 +251,7 @@ def _summary(r: Mapping[str, Any]) -> Summary:
         created_at=_time(r.get("created_at")),
         finished_at=_time(r.get("finished_at")),
         winner=str(r.get("winner") or ""),
-        num_agents=int(r.get("num_agents") or 0),
-        rounds=int(r.get("rounds") or 0),
+        num_agents=as_int(r.get("num_agents") or 0),
+        rounds=as_int(r.get("rounds") or 0),
         task=task[:TASK_PREVIEW_CHARS],
     )

@@ -28,24 +28,29 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 from uuid import UUID
 
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import Notification, StoredEvent
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from application.councils import CouncilChange, CouncilView
+from application.events import FleetEvent
 from application.views import DeliberationView
 
 __all__ = [
     "AsyncRecorder",
     "ContextStore",
     "CouncilDirectory",
+    "CypherParams",
+    "CypherRow",
     "DeliberationStore",
     "DerivationStore",
     "EventFeed",
     "FeedItem",
+    "FleetEvent",
     "GraphReader",
     "HistoryGraph",
     "NodeStore",
@@ -57,14 +62,22 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-A = TypeVar("A")
+A = TypeVar("A", bound=Aggregate)
+
+CypherParams = Mapping[str, object]
+"""A Cypher statement's parameters, name to value: what the engine's driver accepts (str, int,
+float, bool, None, and lists and maps of them). Checked by the engine, not here."""
+
+CypherRow = dict[str, object]
+"""One result row of a Cypher query, column name to a plain value (nodes come back as dicts of
+properties). The engine decides each value's type; a reader narrows what it uses."""
 
 
 @dataclass(frozen=True)
 class FeedItem:
     position: int
     """The event's notification id (the JetStream stream sequence)."""
-    event: Any
+    event: FleetEvent
     """The domain event, e.g. ``Deliberation.Requested``."""
 
 
@@ -218,11 +231,11 @@ class HistoryGraph(Protocol):
     def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = ...,
         *,
         timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[CypherRow]: ...
 
 
 class GraphReader(Protocol):
@@ -237,11 +250,11 @@ class GraphReader(Protocol):
     async def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = ...,
         *,
         timeout_s: float | None = ...,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[CypherRow]: ...
 
 
 class CouncilDirectory(Protocol):

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import AggregateRecorder
@@ -31,7 +30,7 @@ from application.errors import (
     ReadOnlyQueryError,
     ServiceUnavailableError,
 )
-from application.ports import GraphReader, HistoryGraph, StatusBoard
+from application.ports import CypherParams, CypherRow, GraphReader, HistoryGraph, StatusBoard
 from application.stores import ApplicationDeliberationStore
 from application.timeline import History, fold_history
 from application.views import DeliberationView, view_from_aggregate
@@ -66,18 +65,18 @@ class LocalGraphReader:
     async def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = 1000,
         *,
         timeout_s: float | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[CypherRow]:
         return await asyncio.to_thread(self.graph.query, cypher, params, limit, timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
-    rows: list[dict[str, Any]]
+    rows: list[CypherRow]
     truncated: bool
 
 
@@ -136,7 +135,7 @@ class DeliberationQueries:
         return fold_history(await self._store.history(d_id), to_version)
 
     async def cypher(
-        self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = 0
+        self, cypher: str, params: CypherParams | None = None, limit: int = 0
     ) -> QueryResult:
         if self._graph is None:
             raise ServiceUnavailableError("no history graph is configured")

@@ -7,13 +7,12 @@ needed), so it also works when the API is down.
 
 from __future__ import annotations
 
-from typing import Any
-
 from eventsourcing.application import project_aggregate
 
 from aggregates import Council, CouncilStateError, Role, council_id, deliberation_id
 from application.app import FleetApplication
 from application.errors import DeliberationNotFoundError
+from application.events import FleetEvent, fleet_event
 from application.timeline import History, fold_history
 
 
@@ -27,7 +26,7 @@ def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> His
     )
     try:
         d_id = deliberation_id(task_id)
-        events = list(app.events.get(d_id))
+        events = [fleet_event(e) for e in app.events.get(d_id)]
         if not events:
             raise DeliberationNotFoundError(f"no deliberation with task id {task_id!r} ({d_id})")
         return fold_history(events, to_version or None)
@@ -37,7 +36,7 @@ def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> His
 
 def replay_council(
     nats_url: str, stream: str, role: str, to_version: int = 0
-) -> tuple[Council, list[Any]]:
+) -> tuple[Council, list[FleetEvent]]:
     """``role``'s council folded from its events (up to ``to_version``), and those events.
 
     Raises:
@@ -53,7 +52,7 @@ def replay_council(
         }
     )
     try:
-        events = list(app.events.get(council_id(r), lte=to_version or None))
+        events = [fleet_event(e) for e in app.events.get(council_id(r), lte=to_version or None)]
     finally:
         app.close()
     if not events:

@@ -27,12 +27,11 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation
 from application.councils import CouncilView
-from application.ports import EventFeed
+from application.ports import EventFeed, FleetEvent
 from application.watch import TERMINAL_EVENTS
 from lifecycle import BackgroundService
 
@@ -59,7 +58,7 @@ _TERMINAL = TERMINAL_EVENTS
 RETAINED = 100_000
 """Ended deliberations and agent calls kept one by one (about 100 bytes each): windows and
 percentiles are over at most these; all-time counts and the all-time average are exact."""
-STATS_EVENTS: tuple[type[Any], ...] = (
+STATS_EVENTS: tuple[type[FleetEvent], ...] = (
     Deliberation.Requested,
     Deliberation.OrchestrationRequested,
     Deliberation.Started,
@@ -116,7 +115,7 @@ class DeliberationStats:
     """(role, agent) → (its calls that failed in a row since its last answer, the last error);
     an agent that answers leaves it."""
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: FleetEvent) -> None:
         d_id: UUID = event.originator_id
         if isinstance(event, Deliberation.Requested):
             self.total += 1
@@ -300,14 +299,14 @@ class StatsFollower(BackgroundService):
         self.caught_up = False
         """True once the fold read the stream's history (up to the head when it started)."""
         self._caught_up = asyncio.Event()
-        self.listeners: list[Callable[[Any], None]] = []
+        self.listeners: list[Callable[[FleetEvent], None]] = []
         """Called with each event once folded (``application.admission`` counts what it
         accepted until the fold has read it back)."""
 
     async def wait_caught_up(self) -> None:
         await self._caught_up.wait()
 
-    def _apply(self, event: Any, position: int) -> None:
+    def _apply(self, event: FleetEvent, position: int) -> None:
         self.stats.apply(event)
         self.position = position
         for listener in self.listeners:

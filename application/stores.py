@@ -27,10 +27,11 @@ import copy
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from aggregates import Deliberation, Plan
@@ -43,10 +44,11 @@ from application.errors import (
     RecordNotFoundError,
     StoryNotFoundError,
 )
+from application.events import FleetEvent, fleet_event
 from application.group_commit import AggregateCache, GroupWriter
 
 T = TypeVar("T")
-A = TypeVar("A")
+A = TypeVar("A", bound=Aggregate)
 log = logging.getLogger(__name__)
 
 
@@ -129,7 +131,7 @@ class ApplicationDeliberationStore:
 
     def _get(self, d_id: UUID, version: int | None = None) -> Deliberation:
         try:
-            d: Any = self._app.repository.get(d_id, version=version)
+            d: object = self._app.repository.get(d_id, version=version)
         except AggregateNotFoundError:
             raise DeliberationNotFoundError(f"Deliberation {d_id} not found") from None
         if not isinstance(d, Deliberation):
@@ -142,7 +144,7 @@ class ApplicationDeliberationStore:
             return deliberation, True
         return await self.get(deliberation.id), False
 
-    async def _create(self, agg: Any) -> bool:
+    async def _create(self, agg: Aggregate) -> bool:
         """Save a new aggregate's events; False if it exists already. Caches a copy of it."""
         async with self._lock(agg.id):
             events = agg.collect_events()
@@ -188,7 +190,7 @@ class ApplicationDeliberationStore:
     def _get_kind(self, agg_id: UUID, kind: type[A], missing: type[NotFoundError]) -> A:
         """The aggregate ``agg_id`` if it is a ``kind``; else ``missing`` naming the id."""
         try:
-            agg: Any = self._app.repository.get(agg_id)
+            agg: object = self._app.repository.get(agg_id)
         except AggregateNotFoundError:
             raise missing(f"{kind.__name__} {agg_id} not found") from None
         if not isinstance(agg, kind):
@@ -205,8 +207,7 @@ class ApplicationDeliberationStore:
         created?), idempotent on the id as ``create_plan`` is."""
         if await self._create(aggregate):
             return aggregate, True
-        agg_id: UUID = getattr(aggregate, "id")  # noqa: B009 - ``A`` is any aggregate
-        return await asyncio.to_thread(self._get_record, agg_id, type(aggregate)), False
+        return await asyncio.to_thread(self._get_record, aggregate.id, type(aggregate)), False
 
     async def get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
         """Raises RecordNotFoundError naming the id when there is no such ``kind``."""
@@ -214,7 +215,7 @@ class ApplicationDeliberationStore:
 
     def _get_record(self, aggregate_id: UUID, kind: type[A]) -> A:
         try:
-            a: Any = self._app.repository.get(aggregate_id)
+            a: object = self._app.repository.get(aggregate_id)
         except AggregateNotFoundError:
             raise RecordNotFoundError(f"{kind.__name__} {aggregate_id} not found") from None
         if not isinstance(a, kind):
@@ -238,11 +239,11 @@ class ApplicationDeliberationStore:
     async def update_story(self, story_id: UUID, change: Callable[[Story], T]) -> T:
         return await self._writer.submit(story_id, change, self._get_story)
 
-    async def history(self, deliberation_id: UUID) -> list[Any]:
+    async def history(self, deliberation_id: UUID) -> list[FleetEvent]:
         """Every stored event of one deliberation, oldest first (domain events)."""
 
-        def read() -> list[Any]:
-            return list(self._app.events.get(deliberation_id))
+        def read() -> list[FleetEvent]:
+            return [fleet_event(e) for e in self._app.events.get(deliberation_id)]
 
         events = await asyncio.to_thread(read)
         if not events:

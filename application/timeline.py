@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from aggregates import Deliberation
+from application.events import FleetEvent
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
@@ -78,17 +80,18 @@ class History:
     entries: list[TimelineEntry]
 
 
-def fold_history(events: list[Any], to_version: int | None = None) -> History:
+def fold_history(events: Sequence[FleetEvent], to_version: int | None = None) -> History:
     """Fold stored events (oldest first) into the aggregate, as replay does, up to a version."""
     if to_version:
         events = [e for e in events if e.originator_version <= to_version]
-    aggregate: Any = None
+    aggregate: Deliberation | None = None
     for e in events:
         aggregate = e.mutate(aggregate)
-    return History(deliberation=aggregate, entries=[entry(e) for e in events])
+    # None only when no event is left at or below ``to_version``; callers ask for one there is.
+    return History(deliberation=cast(Deliberation, aggregate), entries=[entry(e) for e in events])
 
 
-def entry(event: Any) -> TimelineEntry:
+def entry(event: FleetEvent) -> TimelineEntry:
     data = {k: v for k, v in vars(event).items() if k not in _ENVELOPE}
     return TimelineEntry(
         version=int(event.originator_version),
@@ -98,11 +101,11 @@ def entry(event: Any) -> TimelineEntry:
     )
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     return json.dumps(value, default=_default, sort_keys=True)
 
 
-def _default(o: Any) -> Any:
+def _default(o: object) -> str:
     if isinstance(o, datetime):
         return o.isoformat()
     if isinstance(o, UUID):

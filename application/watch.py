@@ -19,18 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from uuid import UUID
 
 from aggregates import Deliberation
-from application.ports import EventFeed, FeedItem
+from application.ports import EventFeed, FeedItem, FleetEvent
 from lifecycle import BackgroundService
 
 log = logging.getLogger(__name__)
 
-TERMINAL_EVENTS: tuple[type[Any], ...] = (
+TERMINAL_EVENTS: tuple[type[FleetEvent], ...] = (
     Deliberation.Completed,
     Deliberation.TimedOut,
     Deliberation.Failed,
@@ -47,8 +46,9 @@ class _Closed:
         self.error = error
 
 
-_Item = Any  # a domain event, or _Closed
-EventHistory = Callable[[UUID], Any]  # async (deliberation id) -> list of stored domain events
+_Item = FleetEvent | _Closed
+EventHistory = Callable[[UUID], Awaitable[Sequence[FleetEvent]]]
+"""(deliberation id) -> its stored domain events, oldest first."""
 
 
 class WatchHub(BackgroundService):
@@ -117,7 +117,7 @@ class WatchHub(BackgroundService):
                 if not subs:
                     del self._subscribers[key]
 
-    async def watch(self, deliberation_id: UUID) -> AsyncIterator[Any]:
+    async def watch(self, deliberation_id: UUID) -> AsyncIterator[FleetEvent]:
         """The deliberation's stored events, then live ones; ends after a terminal event.
 
         Raises:
@@ -132,18 +132,18 @@ class WatchHub(BackgroundService):
                 if isinstance(e, TERMINAL_EVENTS):
                     return
             while True:
-                e = await live.get()
-                if isinstance(e, _Closed):
+                got = await live.get()
+                if isinstance(got, _Closed):
                     raise WatchUnavailableError(
                         "the node is shutting down; resume the stream on another"
-                        if e.error is None
-                        else f"the event feed failed: {e.error}"
+                        if got.error is None
+                        else f"the event feed failed: {got.error}"
                     )
-                if e.originator_version <= version:
+                if got.originator_version <= version:
                     continue  # already read from the store
-                version = e.originator_version
-                yield e
-                if isinstance(e, TERMINAL_EVENTS):
+                version = got.originator_version
+                yield got
+                if isinstance(got, TERMINAL_EVENTS):
                     return
 
     def release_watchers(self) -> None:
@@ -197,7 +197,7 @@ class ProgressTracker:
         self.percent = max(self.percent, min(pct, 99))
         return self.percent
 
-    def apply(self, e: Any) -> list[Progress]:
+    def apply(self, e: FleetEvent) -> list[Progress]:
         if isinstance(e, Deliberation.Requested):
             self.num_agents, self.rounds = e.num_agents, e.rounds
             return [

@@ -155,7 +155,7 @@ def start_cache_projection(app: object, data_dir: Path) -> tuple[object, object,
     return runner, board, stop
 
 
-def where_it_goes(history: list[object], seen: datetime) -> dict[str, float]:
+def where_it_goes(history: Sequence[object], seen: datetime) -> dict[str, float]:
     """One deliberation's overhead, step by step, from the times its events were applied.
 
     An event's timestamp is taken when the dispatcher applies the command (just before the

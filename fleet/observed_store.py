@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 from uuid import UUID
 
+from eventsourcing.domain import Aggregate
+
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from application.ports import NodeStore, RecordStore
@@ -30,7 +32,7 @@ from fleet.metrics import FleetMetrics
 from fleet.telemetry import TraceContexts, span, tracing_on
 
 T = TypeVar("T")
-A = TypeVar("A")
+A = TypeVar("A", bound=Aggregate)
 
 
 class ObservedStore(NodeStore):

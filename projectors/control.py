@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import Application
 
@@ -64,7 +64,7 @@ class Projections:
 
     def __init__(
         self,
-        app: Application[Any],
+        app: Application[UUID],
         runners: MutableSequence[ProjectorRunner],
         *,
         graph: DecisionGraph | None = None,

@@ -26,6 +26,7 @@ from aggregates import DeliberationStatus, InvalidDeliberationError, deliberatio
 from application.errors import NotFoundError
 from application.listing import MAX_PAGE_SIZE, ListFilter
 from application.ports import CouncilDirectory
+from application.rows import as_int
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -165,7 +166,7 @@ class WebConsole:
         by_status: dict[str, int] = {}
         by_role: dict[str, int] = {}
         for row in result.rows:
-            n = int(row.get("n") or 0)
+            n = as_int(row.get("n") or 0)
             s, r = str(row.get("status") or ""), str(row.get("role") or "")
             by_status[s] = by_status.get(s, 0) + n
             by_role[r] = by_role.get(r, 0) + n

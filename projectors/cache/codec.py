@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import NotRequired, TypedDict
 from uuid import UUID
 
 from aggregates import CheckOutcome, DeliberationStatus
@@ -91,7 +91,24 @@ def decode_view(fields: Mapping[str, str]) -> DeliberationView | None:
     )
 
 
-def _result_to_json(r: ResultView) -> dict[str, Any]:
+class _ResultJson(TypedDict):
+    """One ``ResultView`` in an entry's ``results`` (JSON)."""
+
+    agent_id: str
+    round: int
+    content: str
+    model: str
+    tokens: int
+    latency_ms: int
+    score: float | None
+    rank: int | None
+    checks: list[dict[str, object]]
+    received_at: NotRequired[str | None]
+    """Absent in entries written before proposals carried their time."""
+    revisions: NotRequired[list[str]]
+
+
+def _result_to_json(r: ResultView) -> _ResultJson:
     return {
         "agent_id": r.agent_id,
         "round": r.round,
@@ -110,17 +127,17 @@ def _result_to_json(r: ResultView) -> dict[str, Any]:
 _CHECK_FIELDS = tuple(f.name for f in fields(CheckOutcome))
 
 
-def _check_to_json(c: CheckOutcome) -> dict[str, Any]:
+def _check_to_json(c: CheckOutcome) -> dict[str, object]:
     # ``CheckOutcome.as_dict`` is ``dataclasses.asdict``, whose recursive deep copy was half of
     # encoding a view; the fields are flat (``details`` a dict of strings), so this is equal.
     return {name: _flat(getattr(c, name)) for name in _CHECK_FIELDS}
 
 
-def _flat(value: Any) -> Any:
+def _flat(value: object) -> object:
     return dict(value) if isinstance(value, dict) else value
 
 
-def _result_from_json(d: dict[str, Any]) -> ResultView:
+def _result_from_json(d: _ResultJson) -> ResultView:
     return ResultView(
         agent_id=str(d["agent_id"]),
         round=int(d["round"]),
@@ -136,6 +153,6 @@ def _result_from_json(d: dict[str, Any]) -> ResultView:
     )
 
 
-def _time(raw: Any) -> datetime | None:
+def _time(raw: object) -> datetime | None:
     """An entry written before proposals carried their time has none (a rebuild fills it)."""
     return datetime.fromisoformat(raw) if isinstance(raw, str) else None

@@ -15,8 +15,9 @@ cache catch-up (~25 µs per event, more than the Valkey write). The views have n
 from __future__ import annotations
 
 from dataclasses import fields
+from datetime import datetime
 from functools import singledispatch
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from aggregates import CheckOutcome, Deliberation, DeliberationStatus
 from application.views import DeliberationView, FailureView, ResultView
@@ -30,7 +31,7 @@ _V = TypeVar("_V", DeliberationView, ResultView)
 _FIELDS = {cls: frozenset(f.name for f in fields(cls)) for cls in (DeliberationView, ResultView)}
 
 
-def _with(view: _V, **changes: Any) -> _V:
+def _with(view: _V, **changes: object) -> _V:
     """``dataclasses.replace`` for the frozen views, without re-running ``__init__``."""
     if not changes.keys() <= _FIELDS[type(view)]:
         msg = f"{type(view).__name__} has no field {sorted(changes.keys() - _FIELDS[type(view)])}"
@@ -84,20 +85,35 @@ def _default_agents(view: DeliberationView) -> tuple[str, ...]:
     return tuple(f"{view.role.lower()}-agent-{i + 1}" for i in range(view.num_agents))
 
 
+class _Changes(TypedDict, total=False):
+    """The fields of a ``DeliberationView`` that one event changes (``_step``'s answer)."""
+
+    agents: tuple[str, ...]
+    status: DeliberationStatus
+    results: tuple[ResultView, ...]
+    failures: tuple[FailureView, ...]
+    winner: str | None
+    ranking: tuple[str, ...]
+    missing: tuple[str, ...]
+    late: tuple[str, ...]
+    reason: str
+    finished_at: datetime | None
+
+
 @singledispatch
-def _step(event: object, view: DeliberationView) -> dict[str, Any]:
+def _step(event: object, view: DeliberationView) -> _Changes:
     """The fields ``event`` changes (``evolve`` adds ``version`` and ``updated_at``)."""
     # Unknown event of this aggregate: it changes nothing we show, but its version still counts.
     return {}
 
 
 @_step.register
-def _(e: Deliberation.Started, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.Started, view: DeliberationView) -> _Changes:
     return dict(agents=tuple(e.agents), status=DeliberationStatus.IN_PROGRESS)
 
 
 @_step.register
-def _(e: Deliberation.ProposalReceived, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.ProposalReceived, view: DeliberationView) -> _Changes:
     current = view.result(e.agent_id)
     agents = view.agents or _default_agents(view)
     if current is not None and current.round > e.round:  # an older round: not the final one
@@ -118,12 +134,12 @@ def _(e: Deliberation.ProposalReceived, view: DeliberationView) -> dict[str, Any
 
 
 @_step.register
-def _(e: Deliberation.LateProposalReceived, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.LateProposalReceived, view: DeliberationView) -> _Changes:
     return dict(late=(*view.late, e.agent_id))
 
 
 @_step.register
-def _(e: Deliberation.AgentFailed, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.AgentFailed, view: DeliberationView) -> _Changes:
     failure = FailureView(agent_id=e.agent_id, round=e.round, error=e.error)
     failures = tuple(sorted([*view.failures, failure], key=lambda f: (f.round, f.agent_id)))
     return dict(
@@ -134,7 +150,7 @@ def _(e: Deliberation.AgentFailed, view: DeliberationView) -> dict[str, Any]:
 
 
 @_step.register
-def _(e: Deliberation.ProposalScored, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.ProposalScored, view: DeliberationView) -> _Changes:
     checks = tuple(CheckOutcome.from_dict(c) for c in e.checks)
     results = tuple(
         _with(r, score=e.score, checks=checks) if r.agent_id == e.agent_id else r
@@ -144,7 +160,7 @@ def _(e: Deliberation.ProposalScored, view: DeliberationView) -> dict[str, Any]:
 
 
 @_step.register
-def _(e: Deliberation.Completed, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.Completed, view: DeliberationView) -> _Changes:
     ranks = {agent: i + 1 for i, agent in enumerate(e.ranking)}
     results = tuple(_with(r, rank=ranks.get(r.agent_id)) for r in view.results)
     return dict(
@@ -157,7 +173,7 @@ def _(e: Deliberation.Completed, view: DeliberationView) -> dict[str, Any]:
 
 
 @_step.register
-def _(e: Deliberation.TimedOut, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.TimedOut, view: DeliberationView) -> _Changes:
     return dict(
         status=DeliberationStatus.TIMEOUT,
         missing=tuple(e.missing),
@@ -166,10 +182,10 @@ def _(e: Deliberation.TimedOut, view: DeliberationView) -> dict[str, Any]:
 
 
 @_step.register
-def _(e: Deliberation.Failed, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.Failed, view: DeliberationView) -> _Changes:
     return dict(status=DeliberationStatus.FAILED, reason=e.reason, finished_at=e.timestamp)
 
 
 @_step.register
-def _(e: Deliberation.Cancelled, view: DeliberationView) -> dict[str, Any]:
+def _(e: Deliberation.Cancelled, view: DeliberationView) -> _Changes:
     return dict(status=DeliberationStatus.CANCELLED, reason=e.reason, finished_at=e.timestamp)

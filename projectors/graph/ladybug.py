@@ -49,12 +49,13 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import ladybug
 
+from application.ports import CypherParams
+from application.rows import as_int, optional_int, optional_str
 from projectors.errors import InvalidQueryError, QueryTimeoutError
 from projectors.graph.batch import plan
 from projectors.graph.guard import require_read_only
@@ -356,7 +357,7 @@ class LadybugGraph(DecisionGraph):
     def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = DEFAULT_LIMIT,
         *,
         timeout_s: float | None = None,
@@ -399,7 +400,7 @@ class LadybugGraph(DecisionGraph):
         self._write.execute("COMMIT")
 
     def _run(
-        self, cypher: str, params: Mapping[str, Any]
+        self, cypher: str, params: CypherParams
     ) -> ladybug.QueryResult | list[ladybug.QueryResult]:
         """Execute on the write connection (hold ``_write_lock``)."""
         return self._write.execute(cypher, dict(params))
@@ -410,10 +411,10 @@ class LadybugGraph(DecisionGraph):
             return Stored()
         r = rows[0]
         return Stored(
-            position=int(r["position"] or 0),
-            epoch=r["epoch"],
-            owner=r["owner"],
-            lease_until=r["lease_until"],
+            position=as_int(r["position"] or 0),
+            epoch=optional_int(r["epoch"]),
+            owner=optional_str(r["owner"]),
+            lease_until=optional_int(r["lease_until"]),
         )
 
 

@@ -12,10 +12,10 @@ that the stored position is still that one (``PositionMovedError`` otherwise).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from application.ports import CypherParams, CypherRow
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence, now_ms
 from projectors.graph.statements import Statement
@@ -31,7 +31,7 @@ __all__ = [
     "now_ms",
 ]
 
-Row = dict[str, Any]
+Row = CypherRow
 """One result row, column name to a plain value (nodes come back as dicts of properties)."""
 
 DEFAULT_LIMIT = 1000
@@ -132,7 +132,7 @@ class DecisionGraph(ABC):
     def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = DEFAULT_LIMIT,
         *,
         timeout_s: float | None = None,

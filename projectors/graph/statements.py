@@ -47,15 +47,17 @@ this one place.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import singledispatch
-from typing import Any
+from typing import TypedDict
+
+from eventsourcing.domain import DomainEvent
 
 from aggregates import Council, Deliberation, Plan, Role, council_id
 from aggregates.story import Story
 from aggregates.values import MAX_ROUNDS
+from application.ports import CypherParams
 from projectors.events import is_council_event, is_deliberation_event
 
 __all__ = [
@@ -102,7 +104,7 @@ class Statement:
     """
 
     cypher: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: CypherParams = field(default_factory=dict)
     node: str = ""
     policy: str = ORDERED
     reads: tuple[str, ...] = ()
@@ -127,6 +129,13 @@ def candidate_ids(deliberation_id: object, agent_id: str) -> list[str]:
 
 
 _ROUND_KEYS = max(MAX_ROUNDS, 10)
+
+
+class _Base(TypedDict):
+    """What every row of one event's statements starts with: the aggregate's id, the time."""
+
+    id: str
+    at: str
 
 
 def _at(t: datetime) -> str:
@@ -314,7 +323,7 @@ def _story_key(story_id: str) -> str:
     return f"story:{story_id}"
 
 
-def _story_statements(e: Any, position: int) -> list[Statement]:
+def _story_statements(e: Story.PhaseChanged, position: int) -> list[Statement]:
     """A phase change: the story (made if new), its current phase, the change on its history."""
     key = _story_key(e.story_id)
     row = {
@@ -364,7 +373,7 @@ def _story_links(e: Deliberation.Requested, d_id: str) -> list[Statement]:
 
 def _row(
     cypher: str,
-    params: Mapping[str, Any],
+    params: CypherParams,
     *,
     node: str,
     reads: tuple[str, ...] = (),
@@ -419,8 +428,8 @@ def statements_for(event: object, position: int) -> list[Statement]:
         return _plan_skipped_statements(event)
     if not is_deliberation_event(event):
         return []
-    e: Any = event
-    base = {"id": str(e.originator_id), "at": _at(e.timestamp)}
+    e = event
+    base: _Base = {"id": str(e.originator_id), "at": _at(e.timestamp)}
     body = _statements(event, base)
     detail = getattr(e, "error", None) or getattr(e, "reason", None) or ""
     timeline = {
@@ -440,7 +449,7 @@ def statements_for(event: object, position: int) -> list[Statement]:
 
 
 @singledispatch
-def _statements(event: object, base: dict[str, Any]) -> list[Statement]:
+def _statements(event: object, base: _Base) -> list[Statement]:
     return []  # a Deliberation event the graph does not model yet: timeline only
 
 
@@ -455,7 +464,7 @@ def _plan_skipped_statements(e: Plan.RoleSkipped | Plan.NothingDispatched) -> li
 
 
 @_statements.register
-def _(e: Deliberation.Requested, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.Requested, base: _Base) -> list[Statement]:
     params = {
         **base,
         "task_id": e.task_id,
@@ -482,19 +491,19 @@ def _(e: Deliberation.Requested, base: dict[str, Any]) -> list[Statement]:
     return out
 
 
-def _agent(base: dict[str, Any], agent_id: str) -> Statement:
+def _agent(base: _Base, agent_id: str) -> Statement:
     params = {"id": base["id"], "agent_id": agent_id}
     reads, writes = (_d(base["id"]),), (_agent_key(agent_id),)
     return _row(_AGENT, params, node="agent_id", reads=reads, writes=writes, policy=SAME)
 
 
-def _in_progress(base: dict[str, Any]) -> Statement:
+def _in_progress(base: _Base) -> Statement:
     params = {"id": base["id"], "status": "IN_PROGRESS"}
     return _row(_STATUS, params, node="id", writes=(_state(base["id"]),), policy=SAME)
 
 
 @_statements.register
-def _(e: Deliberation.Started, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.Started, base: _Base) -> list[Statement]:
     out = [_in_progress(base), *(_agent(base, a) for a in e.agents)]
     if e.seats:  # version 2: the council it started with (version 1 recorded none)
         d = {"id": base["id"], "version": e.council_version}
@@ -506,7 +515,7 @@ def _(e: Deliberation.Started, base: dict[str, Any]) -> list[Statement]:
 
 
 @_statements.register
-def _(e: Deliberation.ProposalReceived, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.ProposalReceived, base: _Base) -> list[Statement]:
     pid = proposal_id(base["id"], e.round, e.agent_id)
     params = {
         **base,
@@ -527,7 +536,7 @@ def _(e: Deliberation.ProposalReceived, base: dict[str, Any]) -> list[Statement]
     ]
 
 
-def _proposal(cypher: str, params: dict[str, Any], d_id: str, agent_id: str) -> list[Statement]:
+def _proposal(cypher: str, params: CypherParams, d_id: str, agent_id: str) -> list[Statement]:
     props = _props(d_id, agent_id)
     return [
         _row(cypher, params, node="proposal_id", writes=(props,)),
@@ -539,7 +548,7 @@ def _proposal(cypher: str, params: dict[str, Any], d_id: str, agent_id: str) -> 
 
 
 @_statements.register
-def _(e: Deliberation.LateProposalReceived, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.LateProposalReceived, base: _Base) -> list[Statement]:
     # Its own node: the agent may already have an on-time proposal for the same round.
     pid = f"{proposal_id(base['id'], e.round, e.agent_id)}:late:{e.originator_version}"
     params = {
@@ -554,12 +563,12 @@ def _(e: Deliberation.LateProposalReceived, base: dict[str, Any]) -> list[Statem
 
 
 @_statements.register
-def _(e: Deliberation.AgentFailed, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.AgentFailed, base: _Base) -> list[Statement]:
     return [_in_progress(base), _agent(base, e.agent_id)]
 
 
 @_statements.register
-def _(e: Deliberation.ProposalScored, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.ProposalScored, base: _Base) -> list[Statement]:
     params = {
         "id": base["id"],
         "agent_id": e.agent_id,
@@ -572,7 +581,7 @@ def _(e: Deliberation.ProposalScored, base: dict[str, Any]) -> list[Statement]:
 
 
 @_statements.register
-def _(e: Deliberation.Completed, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.Completed, base: _Base) -> list[Statement]:
     params = {**base, "status": "COMPLETED", "winner": e.winner, "ranking": list(e.ranking)}
     won = {"id": base["id"], "candidates": candidate_ids(base["id"], e.winner)}
     d_id = base["id"]
@@ -583,19 +592,19 @@ def _(e: Deliberation.Completed, base: dict[str, Any]) -> list[Statement]:
 
 
 @_statements.register
-def _(e: Deliberation.TimedOut, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.TimedOut, base: _Base) -> list[Statement]:
     params = {**base, "status": "TIMEOUT", "missing": list(e.missing)}
     return [_row(_TIMED_OUT, params, node="id", writes=(_state(base["id"]),))]
 
 
 @_statements.register
-def _(e: Deliberation.Failed, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.Failed, base: _Base) -> list[Statement]:
     params = {**base, "status": "FAILED", "reason": e.reason}
     return [_row(_CLOSED, params, node="id", writes=(_state(base["id"]),))]
 
 
 @_statements.register
-def _(e: Deliberation.Cancelled, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.Cancelled, base: _Base) -> list[Statement]:
     params = {**base, "status": "CANCELLED", "reason": e.reason}
     return [_row(_CLOSED, params, node="id", writes=(_state(base["id"]),))]
 
@@ -604,7 +613,7 @@ def _(e: Deliberation.Cancelled, base: dict[str, Any]) -> list[Statement]:
 
 
 @_statements.register
-def _(e: Deliberation.CritiqueReceived, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.CritiqueReceived, base: _Base) -> list[Statement]:
     # A critique in round n reviews the peers' round n-1 proposals: one link per review, from
     # the reviewer's own proposal of that round to the one it reviewed. A failed critique call
     # (``error``) has no reviews: timeline only. A reviewer with no proposal links nothing.
@@ -698,21 +707,21 @@ CREATE (a)-[:SAT_IN {seat: r.seat}]->(d)
 """
 
 
-def council_statements(event: object) -> list[Statement]:
+def council_statements(event: DomainEvent) -> list[Statement]:
     """A council event's statements: the Council node, and memberships opened and closed."""
-    e: Any = event
-    base = {"id": str(e.originator_id), "at": _at(e.timestamp)}
+    e = event
+    base: _Base = {"id": str(e.originator_id), "at": _at(e.timestamp)}
     body = _council_statements(event, base)
     touch = Statement(_COUNCIL_TOUCH, {**base, "version": e.originator_version})
     return [*body, touch] if body or isinstance(e, Council.Event) else []
 
 
 @singledispatch
-def _council_statements(event: object, base: dict[str, Any]) -> list[Statement]:
+def _council_statements(event: object, base: _Base) -> list[Statement]:
     return []  # a council event the graph does not model: the node's version moves only
 
 
-def _settings_row(e: Any, base: dict[str, Any], role: str) -> Statement:
+def _settings_row(e: Council.Created | Council.Recreated, base: _Base, role: str) -> Statement:
     params = {
         **base,
         "role": role,
@@ -725,21 +734,21 @@ def _settings_row(e: Any, base: dict[str, Any], role: str) -> Statement:
 
 
 @_council_statements.register
-def _(e: Council.Created, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.Created, base: _Base) -> list[Statement]:
     return [_settings_row(e, base, e.role)]
 
 
 @_council_statements.register
-def _(e: Council.Recreated, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.Recreated, base: _Base) -> list[Statement]:
     return [_settings_row(e, base, _council_role(e))]
 
 
-def _council_role(e: Any) -> str:
+def _council_role(e: DomainEvent) -> str:
     return next((r.value for r in Role if council_id(r.value) == e.originator_id), "")
 
 
 @_council_statements.register
-def _(e: Council.AgentRegistered, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.AgentRegistered, base: _Base) -> list[Statement]:
     params = {
         **base,
         "agent_id": e.agent_id,
@@ -751,18 +760,18 @@ def _(e: Council.AgentRegistered, base: dict[str, Any]) -> list[Statement]:
 
 
 @_council_statements.register
-def _(e: Council.AgentReconfigured, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.AgentReconfigured, base: _Base) -> list[Statement]:
     params = {**base, "agent_id": e.agent_id, "model": e.model, "endpoint": e.endpoint}
     return [Statement(_RECONFIGURED, params)]
 
 
 @_council_statements.register
-def _(e: Council.AgentUnregistered, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.AgentUnregistered, base: _Base) -> list[Statement]:
     return [Statement(_LEFT, {**base, "agent_id": e.agent_id})]
 
 
 @_council_statements.register
-def _(e: Council.Deleted, base: dict[str, Any]) -> list[Statement]:
+def _(e: Council.Deleted, base: _Base) -> list[Statement]:
     return [
         Statement(_ALL_LEFT, base),
         Statement(_COUNCIL_STATUS, {**base, "status": "deleted"}),
@@ -868,7 +877,7 @@ def _plan_statements(e: Plan.Approved) -> list[Statement]:
 
 
 @_statements.register
-def _(e: Deliberation.ArchitectSelected, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.ArchitectSelected, base: _Base) -> list[Statement]:
     d_id = base["id"]
     if not e.architect_id:  # no one to link from (every recorded choice names its architect)
         return []
@@ -891,13 +900,13 @@ def _(e: Deliberation.ArchitectSelected, base: dict[str, Any]) -> list[Statement
 
 
 @_statements.register
-def _(e: Deliberation.ArchitectFellBack, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.ArchitectFellBack, base: _Base) -> list[Statement]:
     row = {"id": base["id"], "reason": e.reason}
     return [_row(_FELL_BACK, row, node="id", writes=(_state(base["id"]),))]
 
 
 @_statements.register
-def _(e: Deliberation.PeerRatingsReceived, base: dict[str, Any]) -> list[Statement]:
+def _(e: Deliberation.PeerRatingsReceived, base: _Base) -> list[Statement]:
     # A failed rating call (``error``) has no reviews: timeline only.
     d_id = base["id"]
     out = [_agent(base, e.agent_id)] if e.reviews else []
@@ -905,7 +914,7 @@ def _(e: Deliberation.PeerRatingsReceived, base: dict[str, Any]) -> list[Stateme
         rater = str(review.get("reviewer") or e.agent_id)
         target = str(review.get("target", ""))
         score = review.get("score")
-        row = {
+        row: dict[str, object] = {
             "id": d_id,
             "at": base["at"],
             "rating": f"{d_id}:rated:{rater}>{target}",

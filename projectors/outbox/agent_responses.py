@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeGuard
 
 from aggregates import Deliberation
-from projectors.outbox.messages import History, IntegrationEvent, envelope
+from projectors.outbox.messages import History, IntegrationEvent, Payload, envelope
 
 __all__ = [
     "AGENT_RESPONSE_SUBJECTS",
@@ -51,6 +51,8 @@ _TERMINAL = (
     Deliberation.Failed,
     Deliberation.Cancelled,
 )
+_End = Deliberation.Completed | Deliberation.TimedOut | Deliberation.Failed | Deliberation.Cancelled
+"""A deliberation's terminal event (one of ``_TERMINAL``)."""
 
 
 def task_kind(task_id: str) -> str | None:
@@ -66,7 +68,7 @@ def task_kind(task_id: str) -> str | None:
     return None
 
 
-def handles_agent_response(event: object) -> bool:
+def handles_agent_response(event: object) -> TypeGuard[_End]:
     """Whether ``event`` can lead to agent results (a deliberation's terminal event)."""
     return isinstance(event, _TERMINAL)
 
@@ -75,7 +77,7 @@ def agent_responses(event: object, position: int, history: History) -> list[Inte
     """The agent results ``event`` (at stream ``position``) leads to, in council order."""
     if not handles_agent_response(event):
         return []
-    e: Any = event
+    e = event
     past = list(history(e.originator_id, e.originator_version))
     requested = past[0] if past and isinstance(past[0], Deliberation.Requested) else None
     if requested is None:
@@ -99,7 +101,8 @@ class _Agents:
 
     def __init__(self, events: Sequence[object]) -> None:
         self.started: list[str] = []
-        self.final: dict[str, Any] = {}  # the agent's last on-time proposal (a revision wins)
+        # The agent's last on-time proposal (a revision wins).
+        self.final: dict[str, Deliberation.ProposalReceived] = {}
         self.worked_ms: dict[str, int] = {}
         self.errors: dict[str, str] = {}
         self.scores: dict[str, float] = {}
@@ -114,7 +117,7 @@ class _Agents:
             elif isinstance(x, Deliberation.ProposalScored):
                 self.scores[x.agent_id] = x.score
 
-    def members(self, requested: Any) -> list[str]:
+    def members(self, requested: Deliberation.Requested) -> list[str]:
         """The council in its order; without a recorded start, the aggregate's default ids
         (those it names in a timeout's ``missing``), then anyone else who answered."""
         agents = self.started or [
@@ -123,7 +126,7 @@ class _Agents:
         extra = [a for a in [*self.final, *self.errors] if a not in agents]
         return list(dict.fromkeys([*agents, *extra]))
 
-    def failure(self, agent: str, end: Any) -> tuple[str, str]:
+    def failure(self, agent: str, end: _End) -> tuple[str, str]:
         """(error, error_type) of a member without a proposal."""
         if agent in self.errors:
             return self.errors[agent], "agent_error"
@@ -137,7 +140,7 @@ class _Agents:
         return "the deliberation ended without an answer from this agent", "no_answer"
 
 
-def _constraints(r: Any, kind: str) -> dict[str, Any]:
+def _constraints(r: Deliberation.Requested, kind: str) -> Payload:
     """The seed's ``constraints``: what the request carried, and the metadata its processor
     reads (story, ceremony, task type and id, council size)."""
     metadata = {str(k): str(v) for k, v in dict(r.metadata).items()}
@@ -159,7 +162,7 @@ def _constraints(r: Any, kind: str) -> dict[str, Any]:
     }
 
 
-def _ids(r: Any) -> dict[str, str]:
+def _ids(r: Deliberation.Requested) -> dict[str, str]:
     """The story and ceremony: the request's metadata, else the task id's own
     ``ceremony-<id>:story-<id>:`` parts (the seed's id scheme)."""
     parts = dict(
@@ -174,7 +177,7 @@ def _ids(r: Any) -> dict[str, str]:
     }
 
 
-def _common(r: Any, kind: str, end: Any, agent: str) -> dict[str, Any]:
+def _common(r: Deliberation.Requested, kind: str, end: _End, agent: str) -> Payload:
     return {
         "task_id": r.task_id,
         "agent_id": agent,
@@ -189,7 +192,13 @@ def _common(r: Any, kind: str, end: Any, agent: str) -> dict[str, Any]:
 
 
 def _completed(
-    r: Any, kind: str, end: Any, position: int, agent: str, p: Any, folded: _Agents
+    r: Deliberation.Requested,
+    kind: str,
+    end: _End,
+    position: int,
+    agent: str,
+    p: Deliberation.ProposalReceived,
+    folded: _Agents,
 ) -> IntegrationEvent:
     subject = TASK_EXTRACTION if kind == "TASK_EXTRACTION" else BACKLOG_REVIEW_ROLE
     payload = _common(r, kind, end, agent) | {
@@ -222,7 +231,7 @@ def _completed(
 
 
 def _failed(
-    r: Any, kind: str, end: Any, position: int, agent: str, why: tuple[str, str]
+    r: Deliberation.Requested, kind: str, end: _End, position: int, agent: str, why: tuple[str, str]
 ) -> IntegrationEvent:
     error, error_type = why
     payload = _common(r, kind, end, agent) | {
@@ -236,7 +245,7 @@ def _failed(
     return _agent_envelope(FAILED, end, position, agent, payload)
 
 
-def _tasks(content: str) -> tuple[list[Any] | None, str]:
+def _tasks(content: str) -> tuple[list[object] | None, str]:
     """The tasks of a task-extraction answer (JSON: ``{"tasks": [...]}`` or a list, possibly in
     a fenced block), or None and why not: the seed's processor reads ``tasks`` parsed."""
     text = content.strip()
@@ -254,7 +263,7 @@ def _tasks(content: str) -> tuple[list[Any] | None, str]:
 
 
 def _agent_envelope(
-    subject: str, end: Any, position: int, agent: str, payload: dict[str, Any]
+    subject: str, end: _End, position: int, agent: str, payload: Payload
 ) -> IntegrationEvent:
     d_id = str(end.originator_id)
     return envelope(

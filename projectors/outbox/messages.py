@@ -24,12 +24,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypedDict, TypeGuard, cast
 from uuid import UUID
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
 from aggregates.values import CheckOutcome, all_checks_passed
+from application.events import FleetEvent
 
 __all__ = [
     "DISPATCH_TRIGGERS",
@@ -90,6 +91,25 @@ DISPATCH_TRIGGERS = (Deliberation.Started, Deliberation.ProposalReceived, Delibe
 """The events that dispatch a deliberation: the first of them (Started, as a rule) does."""
 
 
+Payload = dict[str, object]
+"""An integration event's payload: a JSON object (its shape is the subject's schema in
+``proto/schemas/``)."""
+
+_Deliberation = (
+    Deliberation.Started
+    | Deliberation.ProposalReceived
+    | Deliberation.AgentFailed
+    | Deliberation.Completed
+    | Deliberation.Failed
+    | Deliberation.TimedOut
+    | Deliberation.Cancelled
+)
+_Failure = Deliberation.Failed | Deliberation.TimedOut | Deliberation.Cancelled
+_Handled = (
+    Plan.Approved | Plan.RoleSkipped | Plan.NothingDispatched | Story.PhaseChanged | _Deliberation
+)
+
+
 @dataclass(frozen=True)
 class IntegrationEvent:
     """One message for ``subject``; ``body`` is its JSON (sorted keys, so it is reproducible)."""
@@ -99,7 +119,7 @@ class IntegrationEvent:
     body: bytes
 
 
-def handles(event: object) -> bool:
+def handles(event: object) -> TypeGuard[_Handled]:
     """Whether ``event`` can lead to an integration event (the rest are skipped unread)."""
     return isinstance(
         event,
@@ -126,23 +146,23 @@ def integration_events(event: object, position: int, history: History) -> list[I
     """
     if not handles(event):
         return []
-    e: Any = event
-    if isinstance(event, Plan.Approved):
+    e = event
+    if isinstance(e, Plan.Approved):
         return [_plan_approved(e, position)]
-    if isinstance(event, Plan.RoleSkipped | Plan.NothingDispatched):
+    if isinstance(e, Plan.RoleSkipped | Plan.NothingDispatched):
         return [_plan_skipped(e, position, history)]
-    if isinstance(event, Story.PhaseChanged):
+    if isinstance(e, Story.PhaseChanged):
         return [_phase_changed(e, position)]
     past = list(history(e.originator_id, e.originator_version))
     d = _Folded(past)
-    if isinstance(event, DISPATCH_TRIGGERS):
+    if isinstance(e, DISPATCH_TRIGGERS):
         # Dispatched once: at Started, or at the first answer where another dispatcher's race
         # left no Started (the aggregate then implies the start).
         earlier = [x for x in past[:-1] if isinstance(x, DISPATCH_TRIGGERS)]
         return [] if earlier else [_dispatched(d, e, position)]
-    if isinstance(event, Deliberation.Completed):
+    if isinstance(e, Deliberation.Completed):
         return [_deliberation_completed(d, e, position), _task_completed(d, e, position)]
-    error_type, own_subject = _FAILURES[type(event)]
+    error_type, own_subject = _FAILURES[type(e)]
     out = [_task_failed(d, e, position, TASK_FAILED, error_type)]
     if own_subject is not None:
         out.append(_task_failed(d, e, position, own_subject, error_type))
@@ -160,13 +180,13 @@ def idempotency_key(event_type: str, entity_id: str, operation: str = "") -> str
 
 def envelope(
     subject: str,
-    event: Any,
+    event: FleetEvent,
     position: int,
     *,
     entity_id: str,
     operation: str,
     correlation_id: str,
-    payload: dict[str, Any],
+    payload: Payload,
 ) -> IntegrationEvent:
     """The seed's envelope around ``payload`` (see the module's docstring)."""
     key = idempotency_key(subject, entity_id, operation)
@@ -205,8 +225,8 @@ def _iso(t: datetime) -> str:
 # ---------------------------------------------------------------------------- plans, stories
 
 
-def _plan_approved(e: Any, position: int) -> IntegrationEvent:
-    payload = {
+def _plan_approved(e: Plan.Approved, position: int) -> IntegrationEvent:
+    payload: Payload = {
         "plan_id": e.plan_id,
         "story_id": e.story_id,
         "approved_by": e.approved_by,
@@ -227,12 +247,15 @@ def _plan_approved(e: Any, position: int) -> IntegrationEvent:
     )
 
 
-def _plan_skipped(e: Any, position: int, history: History) -> IntegrationEvent:
+def _plan_skipped(
+    e: Plan.RoleSkipped | Plan.NothingDispatched, position: int, history: History
+) -> IntegrationEvent:
     """A role of the plan got no deliberation (``role`` set), or the whole plan got none
     (``role`` empty), and why: the seed skipped such work with a warning; this says so."""
-    approved: Any = next(iter(history(e.originator_id, 1)))
+    # A plan's version 1 is the event that created it: its approval.
+    approved = cast(Plan.Approved, next(iter(history(e.originator_id, 1))))
     role = getattr(e, "role", "")
-    payload = {
+    payload: Payload = {
         "plan_id": approved.plan_id,
         "story_id": approved.story_id,
         "role": role,
@@ -250,8 +273,8 @@ def _plan_skipped(e: Any, position: int, history: History) -> IntegrationEvent:
     )
 
 
-def _phase_changed(e: Any, position: int) -> IntegrationEvent:
-    payload = {
+def _phase_changed(e: Story.PhaseChanged, position: int) -> IntegrationEvent:
+    payload: Payload = {
         "story_id": e.story_id,
         "from_phase": e.from_phase,
         "to_phase": e.to_phase,
@@ -261,10 +284,10 @@ def _phase_changed(e: Any, position: int) -> IntegrationEvent:
         PHASE_CHANGED,
         e,
         position,
-        entity_id=payload["story_id"],
+        entity_id=e.story_id,
         # The n-th change of the story: the same two phases may follow each other again later.
         operation=f"{e.from_phase}->{e.to_phase}:v{e.originator_version}",
-        correlation_id=payload["story_id"],
+        correlation_id=e.story_id,
         payload=payload,
     )
 
@@ -276,18 +299,26 @@ class _Folded:
     """What a deliberation's outbox messages need from its events up to the one published."""
 
     def __init__(self, events: Sequence[object]) -> None:
-        self.requested: Any = None
+        self._requested: Deliberation.Requested | None = None
         self.agents: list[str] = []
         self.contents: dict[str, str] = {}
         self.scores: dict[str, float] = {}
-        self.checks: dict[str, list[dict[str, Any]]] = {}
-        self.architect: Any = None
+        self.checks: dict[str, list[dict[str, object]]] = {}
+        self.architect: object | None = None
+        """The architect's last event (read by name and field: see ``ARCHITECT_PREFIX``)."""
         for x in events:
             self._apply(x)
 
-    def _apply(self, x: Any) -> None:
+    @property
+    def requested(self) -> Deliberation.Requested:
+        """The deliberation's first event (every deliberation has one)."""
+        if self._requested is None:
+            raise AttributeError("the deliberation's events hold no Requested")
+        return self._requested
+
+    def _apply(self, x: object) -> None:
         if isinstance(x, Deliberation.Requested):
-            self.requested = x
+            self._requested = x
         elif isinstance(x, Deliberation.Started):
             self.agents = list(x.agents)
         elif isinstance(x, Deliberation.ProposalReceived):
@@ -298,7 +329,7 @@ class _Folded:
         elif type(x).__name__.startswith(ARCHITECT_PREFIX):
             self.architect = x  # the last one counts (a fallback after a failed call, say)
 
-    def common(self, e: Any) -> dict[str, Any]:
+    def common(self, e: FleetEvent) -> Payload:
         r = self.requested
         return {
             "task_id": r.task_id,
@@ -308,7 +339,7 @@ class _Folded:
             "deliberation_id": str(e.originator_id),
         }
 
-    def duration_ms(self, e: Any) -> int:
+    def duration_ms(self, e: FleetEvent) -> int:
         seconds: float = (e.timestamp - self.requested.timestamp).total_seconds()
         return max(0, round(seconds * 1000))
 
@@ -318,7 +349,7 @@ class _Folded:
         return all_checks_passed([CheckOutcome.from_dict(c) for c in self.checks.get(agent_id, [])])
 
 
-def _dispatched(d: _Folded, e: Any, position: int) -> IntegrationEvent:
+def _dispatched(d: _Folded, e: FleetEvent, position: int) -> IntegrationEvent:
     r = d.requested
     payload = d.common(e) | {
         "agent_id": f"council:{r.role}",
@@ -330,7 +361,9 @@ def _dispatched(d: _Folded, e: Any, position: int) -> IntegrationEvent:
     return _deliberation_envelope(TASK_DISPATCHED, d, e, position, payload)
 
 
-def _deliberation_completed(d: _Folded, e: Any, position: int) -> IntegrationEvent:
+def _deliberation_completed(
+    d: _Folded, e: Deliberation.Completed, position: int
+) -> IntegrationEvent:
     r = d.requested
     winner = e.winner
     architect = _architect(d.architect)
@@ -361,7 +394,18 @@ def _deliberation_completed(d: _Folded, e: Any, position: int) -> IntegrationEve
     return _deliberation_envelope(DELIBERATION_COMPLETED, d, e, position, payload)
 
 
-def _architect(x: Any) -> dict[str, Any] | None:
+class _Architect(TypedDict):
+    """The architect's choice in ``orchestration.deliberation.completed``."""
+
+    winner: str
+    rationale: str
+    candidates: list[str]
+    architect_id: str
+    fallback: bool
+    fallback_reason: str
+
+
+def _architect(x: object | None) -> _Architect | None:
     """The architect's choice, read tolerantly (field names as recorded; absent ones empty)."""
     if x is None:
         return None
@@ -378,7 +422,7 @@ def _architect(x: Any) -> dict[str, Any] | None:
     }
 
 
-def _task_completed(d: _Folded, e: Any, position: int) -> IntegrationEvent:
+def _task_completed(d: _Folded, e: Deliberation.Completed, position: int) -> IntegrationEvent:
     payload = d.common(e) | {
         "agent_id": e.winner,
         "duration_ms": d.duration_ms(e),
@@ -389,7 +433,7 @@ def _task_completed(d: _Folded, e: Any, position: int) -> IntegrationEvent:
 
 
 def _task_failed(
-    d: _Folded, e: Any, position: int, subject: str, error_type: str
+    d: _Folded, e: _Failure, position: int, subject: str, error_type: str
 ) -> IntegrationEvent:
     if isinstance(e, Deliberation.TimedOut):
         missing = ", ".join(e.missing) or "none"
@@ -408,7 +452,7 @@ def _task_failed(
 
 
 def _deliberation_envelope(
-    subject: str, d: _Folded, e: Any, position: int, payload: dict[str, Any]
+    subject: str, d: _Folded, e: FleetEvent, position: int, payload: Payload
 ) -> IntegrationEvent:
     d_id = str(e.originator_id)
     return envelope(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -66,7 +65,7 @@ class AppHistory:
     """An aggregate's events up to a version, from the application's event store (a replay's
     read: the outbox never reads another projection)."""
 
-    def __init__(self, app: Application[Any]) -> None:
+    def __init__(self, app: Application[UUID]) -> None:
         self._app = app
 
     def __call__(self, originator_id: UUID, version: int) -> Sequence[object]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import pairwise
-from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import Application
 
@@ -27,7 +27,7 @@ __all__ = ["verify_outbox"]
 _PAGE = 1000
 
 
-def verify_outbox(app: Application[Any], projection: OutboxProjection) -> list[Difference]:
+def verify_outbox(app: Application[UUID], projection: OutboxProjection) -> list[Difference]:
     """The outbox's differences (empty when its stream holds exactly what the log leads to)."""
     published = list(projection.stream.published())
     mark = projection.stream.tail()

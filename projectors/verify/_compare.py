@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -24,7 +23,7 @@ _CACHE_BATCH = 500
 
 
 def verify(
-    app: Application[Any],
+    app: Application[UUID],
     *,
     graph: DecisionGraph | None = None,
     graph_name: str = "graph",

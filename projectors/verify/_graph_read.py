@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import Application
 
@@ -164,7 +165,7 @@ def _json(value: Any) -> Any:
 
 
 def graph_versions(
-    app: Application[Any],
+    app: Application[UUID],
     graph: DecisionGraph,
     name: str,
     log: Log,

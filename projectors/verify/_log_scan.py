@@ -13,6 +13,7 @@ from eventsourcing.application import Application, project_aggregate
 from eventsourcing.utils import get_topic
 
 from aggregates import Council, Deliberation, Plan, Role, council_id
+from application.events import FleetEvent, fleet_event
 
 _PAGE = 1000
 _PLAN_UNSET: Record = {
@@ -22,6 +23,7 @@ _PLAN_UNSET: Record = {
 """A Plan node's values before anything set them (a deliberation's request sets story_id only)."""
 
 Record = dict[str, Any]
+_PlanEvent = Plan.Approved | Plan.RoleSkipped | Plan.NothingDispatched
 
 
 class History:
@@ -29,7 +31,7 @@ class History:
 
     def __init__(self) -> None:
         self.positions: list[int] = []
-        self.events: list[Any] = []
+        self.events: list[FleetEvent] = []
         self._replays: dict[int, Deliberation] = {}
 
     def at(self, position: int) -> int:
@@ -54,7 +56,7 @@ class Log:
         default_factory=lambda: defaultdict(list)
     )
     """``Agent[<id>]``, ``Plan[<id>]``: (position, the node's values from then on, deliberation)."""
-    councils: list[tuple[int, Any]] = field(default_factory=list)
+    councils: list[tuple[int, FleetEvent]] = field(default_factory=list)
     """Every council event, with its stream position, in stream order."""
     _roles: dict[str, str] = field(default_factory=dict)
 
@@ -69,7 +71,7 @@ class Log:
             return ""
         return str(getattr(history.events[0], "task_id", "")) if history else ""
 
-    def extend(self, app: Application[Any], stop: int) -> None:
+    def extend(self, app: Application[UUID], stop: int) -> None:
         prefix = get_topic(Deliberation) + "."
         council_prefix = get_topic(Council) + "."
         plan_topics = {
@@ -81,20 +83,22 @@ class Log:
                 break
             for n in page:
                 if n.topic.startswith(prefix):
-                    event = app.mapper.to_domain_event(n)
+                    event = fleet_event(app.mapper.to_domain_event(n))
                     history = self.histories[UUID(str(n.originator_id))]
                     history.positions.append(n.id)
                     history.events.append(event)
                     self._share(event, n.id)
                 elif n.topic in plan_topics:
-                    self._share_plan(app.mapper.to_domain_event(n), n.id)
+                    # The topic says which: one of ``plan_topics``.
+                    plan_event = cast(_PlanEvent, app.mapper.to_domain_event(n))
+                    self._share_plan(plan_event, n.id)
                 elif n.topic.startswith(council_prefix):
-                    council_event = app.mapper.to_domain_event(n)
+                    council_event = fleet_event(app.mapper.to_domain_event(n))
                     self.councils.append((n.id, council_event))
                     self._share_member(council_event, n.id)
             self.read_to = page[-1].id
 
-    def _share(self, e: Any, position: int) -> None:
+    def _share(self, e: FleetEvent, position: int) -> None:
         """Track what the event sets on shared nodes (the statements' MERGEs: last one wins)."""
         d_id = str(e.originator_id)
         if isinstance(e, Deliberation.Requested):
@@ -126,7 +130,7 @@ class Log:
                 held["model"] = model
             values.append((position, held, d_id))
 
-    def _share_plan(self, e: Any, position: int) -> None:
+    def _share_plan(self, e: _PlanEvent, position: int) -> None:
         """A plan approval sets its Plan node's approval, a skipped role is appended to its
         ``skipped_roles``, a plan with no deliberation says why (the statements' MERGE and SET)."""
         values = self.shared[f"Plan[{e.plan_id}]"]
@@ -147,7 +151,7 @@ class Log:
         }  # fmt: skip
         values.append((position, approval, ""))
 
-    def _share_member(self, e: Any, position: int) -> None:
+    def _share_member(self, e: FleetEvent, position: int) -> None:
         """A registered agent's Agent node takes its council's role (the statements' MERGE)."""
         if not isinstance(e, Council.AgentRegistered):
             return

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
 
 from projectors.verify._log_scan import Log
 
@@ -43,11 +42,11 @@ def differences_of(projection: str, log: Log, d_id: str, details: list[str]) -> 
     return [Difference(projection, d_id, task_id, detail) for detail in details]
 
 
-def pair(projection: str, found: Any, expected: Any) -> str:
+def pair(projection: str, found: object, expected: object) -> str:
     return f"{projection} {_show(found, expected)}, replay {_show(expected, found)}"
 
 
-def _show(value: Any, other: Any, width: int = 60) -> str:
+def _show(value: object, other: object, width: int = 60) -> str:
     """``value`` for a reader: short, and for long texts the part around the first difference."""
     if isinstance(value, Enum):
         value = value.value

@@ -10,6 +10,7 @@ make stories.
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import Application
 from eventsourcing.utils import get_topic
@@ -39,7 +40,7 @@ Fact = tuple[str, ...]
 
 
 def story_differences(
-    app: Application[Any], graph: DecisionGraph, name: str = "graph"
+    app: Application[UUID], graph: DecisionGraph, name: str = "graph"
 ) -> list[Difference]:
     """Where the graph's stories differ from the log (empty when they agree)."""
     lo = graph.position(name)
@@ -82,7 +83,7 @@ def _read(graph: DecisionGraph) -> set[Fact]:
 
 
 def _expected(
-    app: Application[Any], stop: int
+    app: Application[UUID], stop: int
 ) -> tuple[dict[Fact, int], dict[str, tuple[int, str]]]:
     """Each fact the log up to ``stop`` leads to, with the position that introduced it, and
     each story's last phase with its position."""

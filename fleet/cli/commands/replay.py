@@ -102,7 +102,7 @@ async def _replay_council(url: str, stream: str, args: argparse.Namespace) -> No
         return
     table = Table("version", "event", "at", "agent", title=f"{c.role.value} council ({c.id})")
     for r in rows:
-        table.add_row(str(r["version"]), r["type"], r["at"], Text(r["agent_id"]))
+        table.add_row(str(r["version"]), str(r["type"]), str(r["at"]), Text(str(r["agent_id"])))
     console.print(table)
     state = "deleted" if c.deleted else ", ".join(m["agent_id"] for m in members) or "no members"
     console.print(Text(f"folded state at version {c.version}: {state}"))
