@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from uuid import UUID
 
 from eventsourcing.application import Application
 from eventsourcing.persistence import Notification
@@ -96,7 +96,7 @@ class ProjectorRunner:
 
     def __init__(
         self,
-        app: Application[Any],
+        app: Application[UUID],
         projection: Projection,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,

@@ -30,8 +30,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from application.ports import CypherParams
 from projectors.graph.statements import LAST, SAME, Statement
 
 __all__ = ["Execution", "Layers", "plan", "plan_layers"]
@@ -42,10 +42,10 @@ class Execution:
     """One statement over many rows: run ``cypher`` with ``{"rows": rows}``."""
 
     cypher: str
-    rows: list[Mapping[str, Any]] = field(default_factory=list)
+    rows: list[CypherParams] = field(default_factory=list)
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return {"rows": self.rows}
 
 
@@ -86,7 +86,7 @@ class Layers:
     """A plan in layers: layer after layer, and in each the vocabulary's order, one execution per
     statement at most. ``layers[k]`` maps a statement's index in the vocabulary to its rows."""
 
-    layers: list[dict[int, list[Mapping[str, Any]]]]
+    layers: list[dict[int, list[CypherParams]]]
 
     @property
     def rows(self) -> int:
@@ -118,7 +118,7 @@ def plan_layers(statements: Iterable[Statement], vocabulary: Mapping[str, int]) 
         KeyError: a statement is not in ``vocabulary``.
     """
     width = max(vocabulary.values(), default=0) + 1
-    slots: dict[int, list[Mapping[str, Any]]] = {}
+    slots: dict[int, list[CypherParams]] = {}
     top = -1
 
     def after(floor: int, index: int) -> int:
@@ -136,7 +136,7 @@ def plan_layers(statements: Iterable[Statement], vocabulary: Mapping[str, int]) 
     )
     for s in last_rows:
         slots.setdefault(after(top, vocabulary[s.cypher]), []).append(s.params)
-    layers: list[dict[int, list[Mapping[str, Any]]]] = []
+    layers: list[dict[int, list[CypherParams]]] = []
     for slot in sorted(slots):
         layer, index = divmod(slot, width)
         while len(layers) <= layer:
@@ -148,7 +148,7 @@ def plan_layers(statements: Iterable[Statement], vocabulary: Mapping[str, int]) 
 def _place_all(
     statements: Iterable[Statement],
     place: Callable[[Statement, int], int],
-    rows_of: Callable[[int], list[Mapping[str, Any]]],
+    rows_of: Callable[[int], list[CypherParams]],
     planned: Callable[[], int],
 ) -> list[Statement]:
     """Put each non-LAST row in the slot ``place`` picks past the latest one it must follow
@@ -181,7 +181,7 @@ def _place_all(
     return list(last_rows.values())
 
 
-def _frozen(params: Mapping[str, Any]) -> Hashable:
+def _frozen(params: CypherParams) -> Hashable:
     """``params`` as a set member: its items (rows of a statement are built with their keys in
     one order), or their text when a value is a list."""
     items = tuple(params.items())

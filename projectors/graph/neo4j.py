@@ -20,12 +20,10 @@ Thread-safety: the driver is thread-safe; each call opens its own session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session, unit_of_work
 from neo4j.exceptions import ClientError
 
+from application.ports import CypherParams
 from projectors.errors import InvalidQueryError, QueryTimeoutError
 from projectors.graph.batch import Layers, plan_layers
 from projectors.graph.guard import require_read_only
@@ -105,7 +103,7 @@ text is planned (seconds: ``ensure_schema`` does it), and never again while the 
 (``replan=skip``): the server would otherwise plan it anew once the graph's statistics have
 moved, stalling the first commit after a catch-up, for the same plan, since every statement
 finds its nodes by a unique key. Figures: docs/benchmarks.md."""
-_NO_ROWS: dict[str, list[Any]] = {f"s{i}": [] for i in _INDEX.values()}
+_NO_ROWS: dict[str, list[CypherParams]] = {f"s{i}": [] for i in _INDEX.values()}
 
 
 def _run_layers(tx: ManagedTransaction, planned: Layers) -> None:
@@ -153,7 +151,9 @@ def _release_tx(tx: ManagedTransaction, name: str, owner: str) -> None:
     tx.run(RELEASE, name=name, owner=owner).consume()
 
 
-def _read_tx(tx: ManagedTransaction, cypher: str, params: dict[str, Any], limit: int) -> list[Row]:
+def _read_tx(
+    tx: ManagedTransaction, cypher: str, params: dict[str, object], limit: int
+) -> list[Row]:
     result = tx.run(cypher, params)
     rows: list[Row] = []
     for record in result:
@@ -267,7 +267,7 @@ class Neo4jGraph(DecisionGraph):
     def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: CypherParams | None = None,
         limit: int = DEFAULT_LIMIT,
         *,
         timeout_s: float | None = None,
