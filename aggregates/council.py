@@ -7,6 +7,11 @@ derives from the role, so two nodes creating DEV's council write to one aggregat
 store's expected versions let only one of them win).
 
 Members keep their registration order: a deliberation of N agents takes the first N.
+
+Over 400 lines on purpose: it is one aggregate, seven events, each command's guard beside the
+mutator it records, and the rules of what a council and a member may hold (ids, settings, custom
+parameters) that those guards apply; read apart, a guard and its rule would no longer be seen
+together.
 """
 
 from __future__ import annotations

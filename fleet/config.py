@@ -7,6 +7,10 @@ seed value Fleet has no meaning for (``AGENT_TYPE=MOCK``, ``ENABLE_NATS=false``)
 with one line saying so, never ignored. An empty URL means "embedded": Fleet starts that part
 itself.
 Only ``fleet/bootstrap.py`` and the CLI read settings; nothing reads the environment at import.
+
+Over 400 lines on purpose: it is one frozen object, and each setting appears three times in it
+(the documented field, the environment names ``from_env`` reads, the check ``validate`` makes);
+keeping the three in one file is what lets a reader, or a new setting, get all three right.
 """
 
 from __future__ import annotations

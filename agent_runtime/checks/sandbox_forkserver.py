@@ -31,6 +31,13 @@ host → server ``{"job": n, "size": bytes, "limits": {...}, "nproc": k}`` with 
 [payload memfd, output pipe], or ``{"kill": n}`` (the host saw the run pass its output cap);
 server → host ``{"ready": true}`` once, then ``{"done": n, "code": c, "timed_out": b,
 "clean": b}`` per job. The payload is ``{"files": {path: text}, "argv": [...]}``.
+
+Over 400 lines on purpose: it is one program that ``sandbox_warm`` reads as text and copies into
+the sandbox as a single file, run by the system ``python3 -I -S`` with nothing but the standard
+library. A sibling module would have to be copied in too and found on a path that isolated mode
+does not search, and it would sit in ``/work``, which the server empties after each run and a
+run can write to: the server would import code a run could have replaced. One file keeps what
+the server trusts to what it loaded before the first run.
 """
 
 from __future__ import annotations

@@ -32,9 +32,10 @@ Behaviour, in one place:
 
 Loop affinity: a client belongs to the event loop it is first used on.
 
-Length: about 500 lines, on purpose: the error types, the retry loop, the thinking fallback and
-the response parsing describe one HTTP call and are read together; splitting them would scatter
-that story.
+Over 400 lines on purpose: the error types, the retry loop, the thinking fallback and the
+response parsing describe one HTTP call and are read together (each error is raised by one step
+of that call, and the docstring above is their one account); splitting them would scatter that
+story.
 """
 
 from __future__ import annotations

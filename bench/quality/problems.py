@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_runtime.checks.scoring import extract_code_blocks
+from agent_runtime.checks.static_checks import extract_code_blocks
 
 
 @dataclass(frozen=True)

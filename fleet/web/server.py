@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import ssl
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
 
-from aggregates import DeliberationStatus, InvalidDeliberationError, deliberation_id
+from aggregates import InvalidDeliberationError, deliberation_id
 from application.errors import NotFoundError
-from application.listing import MAX_PAGE_SIZE, ListFilter
 from application.ports import CouncilDirectory
 from application.rows import as_int
 from fleet.grpc._services import ApiServices
@@ -32,6 +30,7 @@ from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web import _live, _present, _vocabulary
 from fleet.web._calls import WebRefused, call
+from fleet.web._requests import int_param, json_body, list_filter
 from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
@@ -142,7 +141,7 @@ class WebConsole:
         q = request.query
         try:
             f = list_filter(q)
-            size = _int(q, "page_size", 50)
+            size = int_param(q, "page_size", 50)
             text = str(q.get("q", "")).strip()
             body: dict[str, Any]
             if text:
@@ -175,7 +174,7 @@ class WebConsole:
     async def _detail(self, request: web.Request) -> web.Response:
         """The deliberation folded to ``?to_version=`` (default: its latest version)."""
         task = request.match_info["task_id"]
-        to_version = _int(request.query, "to_version", 0)
+        to_version = int_param(request.query, "to_version", 0)
         try:
             full = await self.services.queries.history(task)
             latest = full.entries[-1].version if full.entries else 0
@@ -187,7 +186,7 @@ class WebConsole:
     async def _call(self, request: web.Request) -> web.Response:
         """The event at ``version`` as one agent call: its recorded prompt and answer, whole."""
         task = request.match_info["task_id"]
-        version = _int(request.match_info, "version", 0)
+        version = int_param(request.match_info, "version", 0)
         try:
             h = await self.services.queries.history(task, version)
         except InvalidDeliberationError as e:
@@ -265,24 +264,24 @@ class WebConsole:
 
     async def _query(self, request: web.Request) -> web.Response:
         """QueryHistory: read-only Cypher with its guard, row and time limits."""
-        body = await _json_body(request)
+        body = await json_body(request)
         params = body.get("params") or {}
         if not isinstance(params, dict):
             return error(400, "params: must be a JSON object")
         req = pb.QueryHistoryRequest(
             cypher=str(body.get("cypher", "")),
             params_json={str(k): json.dumps(v) for k, v in params.items()},
-            limit=_int(body, "limit", 0),
+            limit=int_param(body, "limit", 0),
         )
         return await self._rpc(self._servicer.QueryHistory, req)
 
     # ---------------------------------------------------------------------------- actions
 
     async def _submit(self, request: web.Request) -> web.Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         constraints = pb.TaskConstraints(
             requirements=[str(r) for r in body.get("requirements") or []],
-            timeout_seconds=_int(body, "timeout_seconds", 0),
+            timeout_seconds=int_param(body, "timeout_seconds", 0),
         )
         tests = str(body.get("acceptance_tests") or "")
         if tests:
@@ -291,21 +290,21 @@ class WebConsole:
             task_id=str(body.get("task_id") or ""),
             task_description=str(body.get("task") or ""),
             role=str(body.get("role") or ""),
-            num_agents=_int(body, "num_agents", 0),
-            rounds=_int(body, "rounds", 0),
+            num_agents=int_param(body, "num_agents", 0),
+            rounds=int_param(body, "rounds", 0),
             constraints=constraints,
         )
         return await self._rpc(self._servicer.Deliberate, req)
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         req = pb.CancelDeliberationRequest(
             task_id=request.match_info["task_id"], reason=str(body.get("reason") or "")
         )
         return await self._rpc(self._servicer.CancelDeliberation, req)
 
     async def _approve(self, request: web.Request) -> web.Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         req = pb.ApprovePlanRequest(
             plan_id=str(body.get("plan_id") or ""),
             story_id=str(body.get("story_id") or ""),
@@ -349,67 +348,3 @@ class WebConsole:
                 always_print_fields_with_no_presence=True,
             )
         )
-
-
-def list_filter(q: Any) -> ListFilter:
-    """``fleet list``'s filters from query parameters; a bad one names itself."""
-    status = str(q.get("status", "")).upper()
-    if status and status not in DeliberationStatus.__members__:
-        choices = ", ".join(DeliberationStatus.__members__)
-        raise InvalidDeliberationError("status", f"{status!r} is not one of {choices}")
-    after, before = _when(q, "after"), _when(q, "before")
-    if after and before and after >= before:
-        raise InvalidDeliberationError("before", "must be after 'after'")
-    f = ListFilter(
-        status=status,
-        role=str(q.get("role", "")),
-        plan_id=str(q.get("plan", "")),
-        story_id=str(q.get("story", "")),
-        created_after=after,
-        created_before=before,
-    )
-    f.params()  # validates the role
-    return f
-
-
-def _when(q: Any, name: str) -> datetime | None:
-    raw = str(q.get(name, "")).strip()
-    if not raw:
-        return None
-    try:
-        t = datetime.fromisoformat(raw)
-    except ValueError:
-        raise InvalidDeliberationError(name, f"{raw!r} is not an ISO-8601 time") from None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-def _int(source: Any, name: str, default: int) -> int:
-    raw = source.get(name, default)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": f"{name}: {raw!r} is not an integer"}),
-            content_type="application/json",
-        ) from None
-    if name == "page_size" and not 0 <= value <= MAX_PAGE_SIZE:
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": f"page_size: {value} not in 0..{MAX_PAGE_SIZE}"}),
-            content_type="application/json",
-        )
-    return value
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": "body: not JSON"}), content_type="application/json"
-        ) from None
-    if not isinstance(body, dict):
-        raise web.HTTPBadRequest(
-            text=json.dumps({"error": "body: must be a JSON object"}),
-            content_type="application/json",
-        )
-    return body

@@ -18,7 +18,7 @@ from pathlib import Path
 
 TOOL_TIMEOUT_S = 10.0
 MAX_INPUT_CHARS = 64_000
-"""Longer inputs are not linted (the same bound as ``checks.MAX_CODE_CHARS``)."""
+"""Longer inputs are not linted (the same bound as ``static_checks.MAX_CODE_CHARS``)."""
 
 
 class ToolUnavailableError(RuntimeError):

@@ -16,7 +16,7 @@ from agent_runtime.api import (
     ReviewResult,
     Sampling,
 )
-from agent_runtime.checks.scoring import extract_code_blocks
+from agent_runtime.checks.static_checks import extract_code_blocks
 from agent_runtime.member.openai_client import RetryPolicy
 from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer

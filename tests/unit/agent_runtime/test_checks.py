@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks.scoring import (
-    assess_candidates,
+from agent_runtime.checks.scoring import assess_candidates
+from agent_runtime.checks.static_checks import (
     dryrun_check,
     extract_code_blocks,
     lint_check,

@@ -4,7 +4,7 @@ assistant prefill that starts each answer (and how it is joined back to the cont
 from __future__ import annotations
 
 from agent_runtime.api import AgentTurn, PeerProposal, Sampling
-from agent_runtime.checks.scoring import extract_code_blocks
+from agent_runtime.checks.static_checks import extract_code_blocks
 from agent_runtime.member.prompts import (
     CODE_PREFILL,
     CRITIQUE_PREFILL,

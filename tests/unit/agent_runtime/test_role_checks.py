@@ -8,7 +8,8 @@ import pytest
 import agent_runtime.checks.role_checks as role_checks_module
 from agent_runtime.api import AssessmentInput, Candidate
 from agent_runtime.checks.role_checks import RoleCheckConfig, role_checks
-from agent_runtime.checks.scoring import assess_candidates, extract_code_blocks, lint_check
+from agent_runtime.checks.scoring import assess_candidates
+from agent_runtime.checks.static_checks import extract_code_blocks, lint_check
 from aggregates.values import CheckOutcome
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from agent_runtime.checks.scoring import extract_code_blocks, lint_source
+from agent_runtime.checks.static_checks import extract_code_blocks, lint_source
 from bench.selection.corpus import SelectionCase, all_cases
 
 CASES = all_cases()

@@ -10,7 +10,7 @@ from agent_runtime.api import AssessmentInput, Candidate
 from agent_runtime.checks.scoring import assess_candidates
 from aggregates import CheckOutcome
 from fleet import render
-from fleet.grpc._mapping import check_suite
+from fleet.grpc._check_suite import check_suite
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 

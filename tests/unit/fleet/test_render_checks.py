@@ -10,7 +10,7 @@ from rich.console import Console
 
 from aggregates.values import CheckOutcome
 from fleet import render
-from fleet.grpc._mapping import check_suite
+from fleet.grpc._check_suite import check_suite
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 

@@ -1,0 +1,77 @@
+"""What the web console reads from a request: the list's filters, whole-number parameters and
+JSON bodies, each refused with a 400 that names the bad part, before any servicer is called."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from aggregates import DeliberationStatus, InvalidDeliberationError
+from application.listing import MAX_PAGE_SIZE, ListFilter
+
+
+def list_filter(q: Any) -> ListFilter:
+    """``fleet list``'s filters from query parameters; a bad one names itself."""
+    status = str(q.get("status", "")).upper()
+    if status and status not in DeliberationStatus.__members__:
+        choices = ", ".join(DeliberationStatus.__members__)
+        raise InvalidDeliberationError("status", f"{status!r} is not one of {choices}")
+    after, before = _when(q, "after"), _when(q, "before")
+    if after and before and after >= before:
+        raise InvalidDeliberationError("before", "must be after 'after'")
+    f = ListFilter(
+        status=status,
+        role=str(q.get("role", "")),
+        plan_id=str(q.get("plan", "")),
+        story_id=str(q.get("story", "")),
+        created_after=after,
+        created_before=before,
+    )
+    f.params()  # validates the role
+    return f
+
+
+def _when(q: Any, name: str) -> datetime | None:
+    raw = str(q.get(name, "")).strip()
+    if not raw:
+        return None
+    try:
+        t = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidDeliberationError(name, f"{raw!r} is not an ISO-8601 time") from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def int_param(source: Any, name: str, default: int) -> int:
+    raw = source.get(name, default)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"{name}: {raw!r} is not an integer"}),
+            content_type="application/json",
+        ) from None
+    if name == "page_size" and not 0 <= value <= MAX_PAGE_SIZE:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"page_size: {value} not in 0..{MAX_PAGE_SIZE}"}),
+            content_type="application/json",
+        )
+    return value
+
+
+async def json_body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "body: not JSON"}), content_type="application/json"
+        ) from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "body: must be a JSON object"}),
+            content_type="application/json",
+        )
+    return body
