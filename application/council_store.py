@@ -9,6 +9,10 @@ Every write loads the council, applies the commands to it and saves all their ev
 a request that fails half-way records nothing. A concurrent writer (another node) makes the save
 fail its expected version; the write is then replayed on the new state, so two nodes that
 bootstrap at once apply the same configuration once.
+
+Over 400 lines on purpose: the read view and the writes share one consistency rule (a read
+after this node's write sees it; another node's write arrives through the feed), which is only
+checkable with both in view.
 """
 
 from __future__ import annotations

@@ -41,6 +41,9 @@ prepared statements would avoid the cost altogether, but the engine cannot prepa
 unwind a list field of a row without its type, and fixes the parameter types at the first
 execution (a later null or float in the same field fails to bind), which the driver's cache,
 keyed by the parameter types, gets right.
+
+Over 400 lines on purpose: one adapter, whose checkpoint policy, statement sizes, fencing and
+read guard each depend on how the engine's single connection behaves; they are read together.
 """
 
 from __future__ import annotations
