@@ -34,8 +34,9 @@ from typing import Any, ClassVar
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.js.api import ConsumerConfig, ConsumerInfo, DeliverPolicy, StreamConfig
-from nats.js.errors import NotFoundError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from dispatchers.planning_start import PlanningStart
 from lifecycle import BackgroundService
@@ -49,6 +50,12 @@ from natsio import (
 __all__ = ["PlanningConsumer", "PlanningStart", "subject_stream"]
 
 log = logging.getLogger(__name__)
+
+_TRANSIENT = (TimeoutError, NoRespondersError, ServiceUnavailableError)
+"""Set-up errors worth another try: no answer in time (``nats.errors.TimeoutError`` is a
+``TimeoutError``), no responder yet, JetStream not available yet."""
+_SETUP_RETRY_FIRST_S = 0.5
+_SETUP_RETRY_MAX_S = 5.0
 
 
 def _deliver_from(start: PlanningStart) -> dict[str, Any]:
@@ -130,15 +137,44 @@ class PlanningConsumer(BackgroundService):
         raise NotImplementedError
 
     async def run(self) -> None:
-        stream = await subject_stream(self._js, self._stream, self.subject, replicas=self._replicas)
-        await ensure_stream(self._js, dead_letter_stream_config(self._replicas))
-        await self._create_durable(stream)
+        stream = await self._set_up()
         sub = await self._js.pull_subscribe_bind(self._durable, stream)
         self.consuming.set()
         log.info("consuming %s from stream %s as %s", self.subject, stream, self._durable)
         async for msgs in pull_batches(sub, batch=32, what=f"consumer {self._durable}"):
             for msg in msgs:
                 await self.handle(msg)
+
+    async def _set_up(self) -> str:
+        """The subject's stream, the dead-letter stream and the durable; the stream's name.
+
+        A cluster that is electing leaders or placing a new replicated stream answers late or
+        not at all for a while: a request that times out (or finds no responder) is tried again,
+        with back-off, instead of ending the consumer, which would leave a node that looks up
+        and never consumes (``fleet up`` would exit on it; the node's restart would meet the
+        same cluster). What the server refuses outright still ends it."""
+        delay = _SETUP_RETRY_FIRST_S
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                stream = await subject_stream(
+                    self._js, self._stream, self.subject, replicas=self._replicas
+                )
+                await ensure_stream(self._js, dead_letter_stream_config(self._replicas))
+                await self._create_durable(stream)
+                return stream
+            except _TRANSIENT as e:
+                log.warning(
+                    "%s: setting up durable %s failed (attempt %d: %r); retrying in %.1f s",
+                    self.subject,
+                    self._durable,
+                    attempt,
+                    e,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _SETUP_RETRY_MAX_S)
 
     async def _create_durable(self, stream: str) -> None:
         """Create the durable where ``start`` says, unless it exists; log what it skipped."""

@@ -66,3 +66,39 @@ async def _has_stream(js: nats.js.JetStreamContext, subject: str) -> bool:
     except nats.js.errors.NotFoundError:
         return False
     return True
+
+
+class _SlowCluster(StoryTransitionConsumer):
+    """A cluster placing a new replicated stream: the first two set-up requests time out."""
+
+    failures = 2
+
+    async def _create_durable(self, stream: str) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise nats.errors.TimeoutError
+        await super()._create_durable(stream)
+
+
+async def test_a_set_up_that_times_out_is_tried_again_and_the_consumer_consumes(
+    private_nats_server: NatsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, the consumer's task ended on the first timeout and nothing said so: a node that
+    looked up never consumed a story transition."""
+    url = private_nats_server.url
+    env = {"PERSISTENCE_MODULE": "eventstore.jetstream", "NATS_URL": url, "NATS_STREAM": "SC"}
+    app = await asyncio.to_thread(FleetApplication, env)
+    store = ApplicationDeliberationStore(app)
+    nc = await nats.connect(url)
+    good = {"story_id": "s-2", "from_phase": "DESIGN", "to_phase": "BUILD", "timestamp": 1.7e9}
+    try:
+        async with _SlowCluster(nc, store) as consumer:
+            await asyncio.wait_for(consumer.consuming.wait(), 20)
+            assert consumer.failures == 0
+            await nc.jetstream().publish(STORY_SUBJECT, json.dumps(good).encode())
+            await eventually(lambda: consumer.accepted == 1, timeout=20)
+        retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+        assert len(retries) == 2 and "attempt 1" in retries[0] and "attempt 2" in retries[1]
+    finally:
+        await nc.close()
+        app.close()

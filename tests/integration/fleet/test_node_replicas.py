@@ -52,16 +52,22 @@ async def replicas_of_every_stream(url: str) -> dict[str, int]:
         await nc.close()
 
 
-async def plan_consumer_ready(url: str, timeout_s: float = 30.0) -> None:
+async def plan_consumer_ready(url: str, node: FleetNode, timeout_s: float = 30.0) -> None:
     """Wait until the plan and story consumers read (their streams exist then). By name, not by
     listing every stream: a cluster answers a list asked while a stream is being placed only
-    after seconds."""
+    after seconds. A part of the node that stopped fails the wait at once, saying why."""
     nc = await nats.connect(url)
     js = nc.jetstream()
+
+    async def ready(stream: str, durable: str) -> object:
+        failure = node.failure()
+        assert failure is None, failure
+        return await js.consumer_info(stream, durable)
+
     try:
         for stream, durable in (("PLANNING", "fleet-plans"), ("PLANNING_STORIES", "fleet-stories")):
             await eventually(
-                lambda s=stream, d=durable: js.consumer_info(s, d),
+                lambda s=stream, d=durable: ready(s, d),
                 timeout=timeout_s,
                 interval=0.05,
                 what=f"no consumer {durable}",
@@ -87,8 +93,8 @@ async def test_a_node_and_its_workers_create_every_stream_with_three_replicas(
             "PLANNING",
             "PLANNING_STORIES",
         }
-        async with FleetNode(settings):
-            await plan_consumer_ready(url)  # it sets its streams up in the background
+        async with FleetNode(settings) as node:
+            await plan_consumer_ready(url, node)  # it sets its streams up in the background
         assert await replicas_of_every_stream(url) == dict.fromkeys(expected, 3)
 
         settings = r3_settings(tmp_path / "workers", url, lg.url, workers_stream)
