@@ -106,9 +106,20 @@ finds its nodes by a unique key. Figures: docs/benchmarks.md."""
 _NO_ROWS: dict[str, list[CypherParams]] = {f"s{i}": [] for i in _INDEX.values()}
 
 
+class _Rows(dict[str, list[CypherParams]]):
+    """A layer's rows, with a short ``repr``. The driver builds its debug line for a query, the
+    ``repr`` of every parameter, before its logger decides to drop it (``Bolt5x5.run``): for a
+    catch-up batch of 500 events, half a megabyte of text and 5 µs of CPU per event, on the two
+    cores the server needs. Packed as the plain map it is."""
+
+    def __repr__(self) -> str:
+        return f"<{sum(map(len, self.values()))} rows>"
+
+
 def _run_layers(tx: ManagedTransaction, planned: Layers) -> None:
     for layer in planned.layers:
-        rows = {**_NO_ROWS, **{f"s{i}": r for i, r in layer.items()}}
+        rows = _Rows(_NO_ROWS)
+        rows.update((f"s{i}", r) for i, r in layer.items())
         tx.run(LAYER_QUERY, {"b": rows}).consume()
 
 

@@ -191,3 +191,23 @@ def test_a_plans_deliberations_merge_its_story_link_once_per_batch() -> None:
     layers = plan_layers([*link, other], vocabulary)
     assert len(layers.layers) == 1 and layers.rows == 2
     assert [len(x.rows) for x in plan([*link, other])] == [2]
+
+
+def test_the_latest_write_by_any_and_by_another_statement_match_a_full_search() -> None:
+    """``_Touches`` keeps two numbers instead of every statement's latest write: over random
+    writes, it answers as the max over all statements (or all but one) does."""
+    import random
+
+    from projectors.graph.batch import _Touches
+
+    rng = random.Random(7)
+    for _ in range(300):
+        t, written = _Touches(), dict[str, int]()
+        for _ in range(rng.randint(1, 12)):
+            cypher, slot = rng.choice("abcd"), rng.randint(0, 20)
+            t.wrote(cypher, slot)
+            written[cypher] = max(written.get(cypher, -1), slot)
+            assert t.last_write() == max(written.values())
+            for c in "abcde":
+                others = [i for k, i in written.items() if k != c]
+                assert t.last_write(other_than=c) == max(others, default=-1)

@@ -109,3 +109,17 @@ def test_queries_are_guarded_before_any_connection() -> None:
         graph.query("MATCH (n) DETACH DELETE n")
     graph.close()
     graph.close()
+
+
+def test_a_layers_rows_are_not_turned_into_text_for_a_debug_line_nobody_reads() -> None:
+    """The driver formats the ``repr`` of a query's parameters whether or not debug logging is
+    on: a layer's rows say how many they are, not what they hold, and still pack as a map."""
+    from neo4j._codec.packstream.v1 import Packer, _rust_pack
+
+    from projectors.graph.neo4j import _Rows
+
+    plain = {"s0": [{"id": "a" * 1000}], "s1": []}
+    rows = _Rows(plain)
+    assert repr({"b": rows}) == "{'b': <1 rows>}"
+    hooks = Packer._inject_hooks(None)
+    assert _rust_pack({"b": rows}, hooks) == _rust_pack({"b": plain}, hooks)
