@@ -246,3 +246,61 @@ def test_subscription_by_topic_skips_others_and_still_names_bad_messages(
         seq = asyncio.run(garbage())
         with pytest.raises(DataError, match=f"stream sequence {seq}"):
             next(subscription)
+
+
+def test_a_subscription_read_in_batches_keeps_order_and_limit_and_ends_on_stop(
+    factory: JetStreamFactory,
+) -> None:
+    """``take_batch`` (the projection runner reads this way): what is queued, in order, up to
+    the limit; None when nothing comes in time; a stop from another thread wakes a waiting call,
+    which then says the subscription ended."""
+    recorder = factory.application_recorder()
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, v) for v in range(1, 8)])
+    with recorder.subscribe(gt=2) as subscription:
+        taken: list[int] = []
+
+        def more() -> bool:
+            got = subscription.take_batch(0.5, 3)
+            assert got is not None and not got[1]
+            assert 1 <= len(got[0]) <= 3
+            taken.extend(n.id for n in got[0])
+            return len(taken) == 5
+
+        eventually_sync(more, timeout=10)
+        assert taken == [3, 4, 5, 6, 7]
+        assert subscription.take_batch(0.05, 3) is None  # nothing more: timed out
+        threading.Timer(0.2, subscription.stop).start()
+        assert subscription.take_batch(30, 3) == ([], True)  # woken by the stop, not the time
+        assert subscription.take_batch(30, 3) == ([], True)  # and says so again at once
+
+
+def test_a_bad_message_in_a_batch_comes_after_the_good_ones_before_it(
+    factory: JetStreamFactory, nats_url: str
+) -> None:
+    recorder = factory.application_recorder()
+    a = uuid.uuid4()
+    recorder.insert_events([_event(a, 1), _event(a, 2)])
+    subject = factory.connection.subject("e", a)
+
+    async def garbage() -> int:
+        nc = await nats.connect(nats_url)
+        try:
+            ack = await nc.jetstream().publish(subject, b"\xff not an event")
+            return int(ack.seq)
+        finally:
+            await nc.close()
+
+    seq = asyncio.run(garbage())
+    with recorder.subscribe(gt=None) as subscription:
+        good: list[int] = []
+
+        def both_good() -> bool:
+            got = subscription.take_batch(0.5, 100)
+            good.extend(n.originator_version for n in (got or ([], False))[0])
+            return len(good) == 2
+
+        eventually_sync(both_good, timeout=10)
+        assert good == [1, 2]
+        with pytest.raises(DataError, match=f"stream sequence {seq}"):
+            subscription.take_batch(5, 100)
