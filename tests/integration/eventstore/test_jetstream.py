@@ -37,6 +37,16 @@ def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
     f.close()
 
 
+async def _garbage(nats_url: str, subject: str) -> int:
+    """A message on ``subject`` that no event store wrote: its stream sequence."""
+    nc = await nats.connect(nats_url)
+    try:
+        ack = await nc.jetstream().publish(subject, b"\xff not an event")
+        return int(ack.seq)
+    finally:
+        await nc.close()
+
+
 def _event(oid: uuid.UUID | str, version: int, topic: str = "t") -> StoredEvent:
     return StoredEvent(originator_id=oid, originator_version=version, topic=topic, state=b"{}")
 
@@ -233,17 +243,9 @@ def test_subscription_by_topic_skips_others_and_still_names_bad_messages(
     recorder.insert_events([_event(a, 1, "wanted"), _event(a, 2, "other"), _event(a, 3, "wanted")])
     subject = factory.connection.subject("e", a)
 
-    async def garbage() -> int:
-        nc = await nats.connect(nats_url)
-        try:
-            ack = await nc.jetstream().publish(subject, b"\xff not an event")
-            return int(ack.seq)
-        finally:
-            await nc.close()
-
     with recorder.subscribe(gt=None, topics=["wanted"]) as subscription:
         assert [next(subscription).originator_version for _ in range(2)] == [1, 3]
-        seq = asyncio.run(garbage())
+        seq = asyncio.run(_garbage(nats_url, subject))
         with pytest.raises(DataError, match=f"stream sequence {seq}"):
             next(subscription)
 
@@ -283,15 +285,7 @@ def test_a_bad_message_in_a_batch_comes_after_the_good_ones_before_it(
     recorder.insert_events([_event(a, 1), _event(a, 2)])
     subject = factory.connection.subject("e", a)
 
-    async def garbage() -> int:
-        nc = await nats.connect(nats_url)
-        try:
-            ack = await nc.jetstream().publish(subject, b"\xff not an event")
-            return int(ack.seq)
-        finally:
-            await nc.close()
-
-    seq = asyncio.run(garbage())
+    seq = asyncio.run(_garbage(nats_url, subject))
     with recorder.subscribe(gt=None) as subscription:
         good: list[int] = []
 
