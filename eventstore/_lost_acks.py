@@ -114,5 +114,5 @@ class LostAcks(Reads):
                 await asyncio.sleep(0.05)
         if found is not None and found.payload == probe.payload:
             _log.warning("resolved: %s had landed at sequence %d", where, found.seq)
-            return self._seen(found.seq + len(writes) - 1)  # a batch is contiguous
+            return self._positions.seen(found.seq + len(writes) - 1)  # a batch is contiguous
         raise WrongLastSequence(f"{where}: another writer moved {probe.subject} first")

@@ -63,10 +63,11 @@ def _above(row: Row, after: int) -> bool:
         return True
 
 
-class Reads(Positions):
+class Reads:
     """The read path of a log (``JetStreamLog`` is one); use only on the loop it was opened on."""
 
     nc: NATS
+    _positions: Positions
     settings: StreamSettings
     _direct: str
     _leader_reads: bool
@@ -74,15 +75,15 @@ class Reads(Positions):
 
     async def last_on_subject(self, subject: str) -> Row | None:
         """The last message on one (non-wildcard) subject; refreshes the cache for it."""
-        self.forget(subject)
+        self._positions.forget(subject)
         found = await self.last(subject)
         if found is not None:
-            self._remember_row(subject, found)
+            self._positions.remember_row(subject, found)
         return found
 
     def _request(self, body: dict[str, Any]) -> bytes:
-        if self.settings.replicas > 1 and self._high_water:
-            body["min_last_seq"] = self._high_water
+        if self.settings.replicas > 1 and self._positions.high_water:
+            body["min_last_seq"] = self._positions.high_water
         return json.dumps(body).encode()
 
     async def last(self, subject: str) -> Row | None:
@@ -106,7 +107,7 @@ class Reads(Positions):
             if status == "404":
                 return None
             if status is None:
-                seq = self._seen(int(hdrs["Nats-Sequence"]))
+                seq = self._positions.seen(int(hdrs["Nats-Sequence"]))
                 return Row(seq, msg.data, hdrs.get("Nats-Subject", subject))
             if status == "412" or str(_MIN_LAST_SEQ_NOT_MET) in hdrs.get("Description", ""):
                 await asyncio.sleep(0.01)  # a lagging replica answered; ask again
@@ -130,7 +131,7 @@ class Reads(Positions):
             return []
         rows = await self.read(subject, start)
         if rows:
-            self._remember_row(subject, rows[-1])
+            self._positions.remember_row(subject, rows[-1])
         return [row for row in rows if _above(row, after)] if after > 0 else rows
 
     async def _start_after(self, subject: str, after: int) -> int | None:
@@ -146,7 +147,7 @@ class Reads(Positions):
         Python): from a snapshot at 150 of 200 events, ~55 messages arrive instead of 200,
         with 1, 10 or 100 aggregates interleaved, in 2 to 4 direct gets.
         """
-        known = self._last.get(subject)
+        known = self._positions.get(subject)
         if known is not None:
             pos, seq = known.position, known.seq
         else:
@@ -287,7 +288,7 @@ class Reads(Positions):
         if stop is not None:
             out = [row for row in out if row.seq <= stop]
         if out:
-            self._seen(out[-1].seq)
+            self._positions.seen(out[-1].seq)
         return out
 
     async def _read_batch(self, subject: str, seq: int, batch: int) -> tuple[list[Row], bool]:
@@ -309,7 +310,7 @@ class Reads(Positions):
                 if status == "204":  # end of batch; pending = matches left after it
                     pending = int(hdrs.get("Nats-Num-Pending", "0") or 0)
                     if got:
-                        self._seen(got[-1].seq)
+                        self._positions.seen(got[-1].seq)
                     return got, pending > 0
                 raise DatabaseError(
                     f"batch direct get on {subject}: {status} {hdrs.get('Description')}"
@@ -375,4 +376,5 @@ class Reads(Positions):
             where = f"leader get {body}"
             raise api_error(code, err.get("code"), err.get("description", ""), where)
         m = reply["message"]
-        return Row(self._seen(int(m["seq"])), base64.b64decode(m.get("data") or ""), m["subject"])
+        seq = self._positions.seen(int(m["seq"]))
+        return Row(seq, base64.b64decode(m.get("data") or ""), m["subject"])

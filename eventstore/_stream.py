@@ -7,7 +7,8 @@ put together from its parts, each in a module of its own:
 * ``_writes.py``: the write path (conditional appends, atomic batches, chains);
 * ``_lost_acks.py``: lost acknowledgements, resolved by reading back;
 * ``_reads.py``: the read path (direct gets, batch and consumer reads, the ordered consumer);
-* ``_positions.py``: the position cache, shared by every log of the store (it has a lock);
+* ``_positions.py``: the position cache (``Positions``), held, not inherited: one object shared
+  by every log of the store (it has a lock);
 * ``_records.py``: the values they pass (``StreamSettings``, ``Write``, ``Row``).
 
 Creating or vetting the stream itself (server version, unsafe settings, replicas) happens once, in
@@ -22,7 +23,7 @@ import re
 import nats
 from nats.aio.client import Client as NATS
 
-from eventstore._positions import Known
+from eventstore._positions import Positions
 from eventstore._reads import CONSUMER_READ_MIN
 from eventstore._records import StreamSettings
 from eventstore._setup import check_server, ensure_stream
@@ -40,11 +41,12 @@ class JetStreamLog(Writes):
     Construct with ``await JetStreamLog.open(settings)``; use only on the loop it was opened on.
     """
 
-    def __init__(self, nc: NATS, settings: StreamSettings, known: Known | None = None) -> None:
+    def __init__(
+        self, nc: NATS, settings: StreamSettings, positions: Positions | None = None
+    ) -> None:
         self.nc = nc
         self.settings = settings
-        self._known = known or Known()
-        self._last = self._known.last  # the same object: never rebound
+        self._positions = positions or Positions()
         self._direct = f"$JS.API.DIRECT.GET.{settings.stream}"
         self._leader_reads = settings.replicas > 1
         self.consumer_read_min = CONSUMER_READ_MIN
@@ -77,7 +79,7 @@ class JetStreamLog(Writes):
         """Another log of the same stream on a connection of its own, on the running loop,
         sharing what this one knows (for a thread that writes on its own loop)."""
         nc = await self.connect(self.settings, name)
-        return JetStreamLog(nc, self.settings, self._known)
+        return JetStreamLog(nc, self.settings, self._positions)
 
     @classmethod
     async def open(cls, settings: StreamSettings) -> JetStreamLog:

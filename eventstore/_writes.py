@@ -80,14 +80,14 @@ class Writes(LostAcks):
             lookups = [
                 subj
                 for subj, w in first.items()
-                if subj in refresh or (subj not in self._last and not optimistic(w))
+                if subj in refresh or (self._positions.get(subj) is None and not optimistic(w))
             ]
             if lookups:
                 subjects = list(lookups)
                 await self._retrying(lambda: asyncio.gather(*map(self.last_on_subject, subjects)))  # noqa: B023
             expected: dict[str, int] = {}
             for subj, w in first.items():
-                last = self._last.get(subj)
+                last = self._positions.get(subj)
                 if last is not None and w.position <= last.position:
                     msg = f"position {w.position} on {subj} already taken (last {last.position})"
                     raise IntegrityError(msg)
@@ -103,7 +103,7 @@ class Writes(LostAcks):
                 continue
             base = seq - len(writes) + 1
             for i, w in enumerate(writes):
-                self._remember(w.subject, w.position, base + i)
+                self._positions.remember(w.subject, w.position, base + i)
             return seq
         msg = f"gave up after {_ATTEMPTS} concurrent-write conflicts on {sorted(first)}"
         raise IntegrityError(msg)
@@ -209,7 +209,7 @@ class Writes(LostAcks):
         records go one by one from the start.
         """
         subject = writes[0].subject
-        last = self._last.get(subject)
+        last = self._positions.get(subject)
         known = last is not None or optimistic(writes[0])
         increasing = all(a.position < b.position for a, b in itertools.pairwise(writes))
         taken = last is not None and writes[0].position <= last.position
@@ -252,7 +252,7 @@ class Writes(LostAcks):
                 continue
             try:
                 if isinstance(attempt, int):
-                    seq = self._seen(attempt)
+                    seq = self._positions.seen(attempt)
                 elif previous is not None and isinstance(attempt, (*NOT_SENT, *MAYBE_SENT)):
                     try:
                         seq = await self._resolve([w], {w.subject: previous}, attempt)
@@ -263,7 +263,7 @@ class Writes(LostAcks):
             except Exception as e:  # this record's outcome
                 out.append(e)
                 continue
-            self._remember(w.subject, w.position, seq)
+            self._positions.remember(w.subject, w.position, seq)
             out.append(seq)
             previous = seq
         return out
@@ -321,7 +321,7 @@ class Writes(LostAcks):
             w = writes[0]
             resp = await self.nc.request(w.subject, w.payload, timeout, headers=headers(w))
             ack = check_reply(resp.data, w.subject)
-            return self._seen(int(ack["seq"]))
+            return self._positions.seen(int(ack["seq"]))
         batch_id = uuid.uuid4().hex
         last = len(writes) - 1
         for i, w in enumerate(writes[:last], start=1):
@@ -339,7 +339,7 @@ class Writes(LostAcks):
         if int(ack.get("count", len(writes))) != len(writes):
             msg = f"atomic batch committed {ack.get('count')} of {len(writes)} messages"
             raise DatabaseError(msg)
-        return self._seen(int(ack["seq"]))
+        return self._positions.seen(int(ack["seq"]))
 
 
 async def _earlier_stored(before: set[asyncio.Future[int]], subject: str) -> None:
