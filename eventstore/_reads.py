@@ -63,26 +63,36 @@ def _above(row: Row, after: int) -> bool:
         return True
 
 
-class Reads(Positions):
-    """The read path of a log (``JetStreamLog`` is one); use only on the loop it was opened on."""
+class Reads:
+    """The read path of a log (``JetStreamLog`` holds one); use only on the loop it was opened on.
 
-    nc: NATS
-    settings: StreamSettings
-    _direct: str
-    _leader_reads: bool
-    consumer_read_min: int
+    Args:
+        nc: the log's connection.
+        settings: the stream's settings.
+        positions: the store's position cache: reads refresh it and record what they see.
+    """
+
+    def __init__(self, nc: NATS, settings: StreamSettings, positions: Positions) -> None:
+        self._nc = nc
+        self._settings = settings
+        self._positions = positions
+        self._direct = f"$JS.API.DIRECT.GET.{settings.stream}"
+        self.leader_reads = settings.replicas > 1
+        """Whether one-message reads go through the stream leader (replicas > 1)."""
+        self.consumer_read_min = CONSUMER_READ_MIN
+        """Pages of at least this many rows are read through a consumer (see read())."""
 
     async def last_on_subject(self, subject: str) -> Row | None:
         """The last message on one (non-wildcard) subject; refreshes the cache for it."""
-        self.forget(subject)
+        self._positions.forget(subject)
         found = await self.last(subject)
         if found is not None:
-            self._remember_row(subject, found)
+            self._positions.remember_row(subject, found)
         return found
 
     def _request(self, body: dict[str, Any]) -> bytes:
-        if self.settings.replicas > 1 and self._high_water:
-            body["min_last_seq"] = self._high_water
+        if self._settings.replicas > 1 and self._positions.high_water:
+            body["min_last_seq"] = self._positions.high_water
         return json.dumps(body).encode()
 
     async def last(self, subject: str) -> Row | None:
@@ -95,18 +105,18 @@ class Reads(Positions):
 
     async def _get_one(self, body: dict[str, Any], subject: str) -> Row | None:
         """One message by a direct get ``body`` (the stream leader's with replicas > 1)."""
-        if self._leader_reads:
+        if self.leader_reads:
             return await self.leader_get(body)
         for _ in range(3):
-            msg = await self.nc.request(
-                self._direct, self._request(dict(body)), self.settings.timeout
+            msg = await self._nc.request(
+                self._direct, self._request(dict(body)), self._settings.timeout
             )
             hdrs = msg.headers or {}
             status = hdrs.get("Status")
             if status == "404":
                 return None
             if status is None:
-                seq = self._seen(int(hdrs["Nats-Sequence"]))
+                seq = self._positions.seen(int(hdrs["Nats-Sequence"]))
                 return Row(seq, msg.data, hdrs.get("Nats-Subject", subject))
             if status == "412" or str(_MIN_LAST_SEQ_NOT_MET) in hdrs.get("Description", ""):
                 await asyncio.sleep(0.01)  # a lagging replica answered; ask again
@@ -130,7 +140,7 @@ class Reads(Positions):
             return []
         rows = await self.read(subject, start)
         if rows:
-            self._remember_row(subject, rows[-1])
+            self._positions.remember_row(subject, rows[-1])
         return [row for row in rows if _above(row, after)] if after > 0 else rows
 
     async def _start_after(self, subject: str, after: int) -> int | None:
@@ -146,7 +156,7 @@ class Reads(Positions):
         Python): from a snapshot at 150 of 200 events, ~55 messages arrive instead of 200,
         with 1, 10 or 100 aggregates interleaved, in 2 to 4 direct gets.
         """
-        known = self._last.get(subject)
+        known = self._positions.get(subject)
         if known is not None:
             pos, seq = known.position, known.seq
         else:
@@ -192,7 +202,7 @@ class Reads(Positions):
         at least ``consumer_read_min`` rows on a single-replica stream goes through a short-lived
         pull consumer instead (see ``_read_consumer``).
         """
-        if limit is not None and limit >= self.consumer_read_min and not self._leader_reads:
+        if limit is not None and limit >= self.consumer_read_min and not self.leader_reads:
             return await self._read_consumer(subject, max(start, 1), limit, stop)
         out: list[Row] = []
         seq = max(start, 1)
@@ -226,9 +236,9 @@ class Reads(Positions):
         """
         if stop is not None and seq > stop:
             return []
-        s = self.settings
+        s = self._settings
         name = f"es_{uuid.uuid4().hex}"
-        inbox = self.nc.new_inbox()
+        inbox = self._nc.new_inbox()
         out: list[Row] = []
         finished: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         want = limit
@@ -246,7 +256,7 @@ class Reads(Positions):
             if len(out) >= want or (stop is not None and row.seq >= stop):
                 finished.set_result(None)
 
-        sub = await self.nc.subscribe(inbox, cb=on_msg)
+        sub = await self._nc.subscribe(inbox, cb=on_msg)
         created = False
         try:
             config = {
@@ -260,7 +270,7 @@ class Reads(Positions):
                 "num_replicas": 1,
             }
             body = {"stream_name": s.stream, "config": config, "action": "create"}
-            resp = await self.nc.request(
+            resp = await self._nc.request(
                 f"$JS.API.CONSUMER.CREATE.{s.stream}.{name}", json.dumps(body).encode(), s.timeout
             )
             info = check_reply(resp.data, f"consumer on {subject} from {seq}")
@@ -268,7 +278,7 @@ class Reads(Positions):
             want = min(limit, int(info.get("num_pending") or 0))
             if want == 0:
                 return []
-            await self.nc.publish(
+            await self._nc.publish(
                 f"$JS.API.CONSUMER.MSG.NEXT.{s.stream}.{name}",
                 json.dumps({"batch": want, "no_wait": True}).encode(),
                 reply=inbox,
@@ -281,24 +291,24 @@ class Reads(Positions):
                 raise DatabaseError(f"consumer read on {subject} from {seq}: status {status}")
         finally:
             await sub.unsubscribe()
-            if created and self.nc.is_connected:
+            if created and self._nc.is_connected:
                 # No reply wanted: the consumer also removes itself once inactive.
-                await self.nc.publish(f"$JS.API.CONSUMER.DELETE.{s.stream}.{name}", b"")
+                await self._nc.publish(f"$JS.API.CONSUMER.DELETE.{s.stream}.{name}", b"")
         if stop is not None:
             out = [row for row in out if row.seq <= stop]
         if out:
-            self._seen(out[-1].seq)
+            self._positions.seen(out[-1].seq)
         return out
 
     async def _read_batch(self, subject: str, seq: int, batch: int) -> tuple[list[Row], bool]:
-        inbox = self.nc.new_inbox()
-        sub = await self.nc.subscribe(inbox)
+        inbox = self._nc.new_inbox()
+        sub = await self._nc.subscribe(inbox)
         try:
             body = self._request({"seq": seq, "next_by_subj": subject, "batch": batch})
-            await self.nc.publish(self._direct, body, reply=inbox)
+            await self._nc.publish(self._direct, body, reply=inbox)
             got: list[Row] = []
             while True:
-                msg = await sub.next_msg(timeout=self.settings.timeout)
+                msg = await sub.next_msg(timeout=self._settings.timeout)
                 hdrs = msg.headers or {}
                 status = hdrs.get("Status")
                 if status is None:
@@ -309,7 +319,7 @@ class Reads(Positions):
                 if status == "204":  # end of batch; pending = matches left after it
                     pending = int(hdrs.get("Nats-Num-Pending", "0") or 0)
                     if got:
-                        self._seen(got[-1].seq)
+                        self._positions.seen(got[-1].seq)
                     return got, pending > 0
                 raise DatabaseError(
                     f"batch direct get on {subject}: {status} {hdrs.get('Description')}"
@@ -326,7 +336,7 @@ class Reads(Positions):
         order, and recreates itself on a gap; a core subscription could see a message before
         JetStream stores it.
         """
-        js = self.nc.jetstream(timeout=self.settings.timeout)
+        js = self._nc.jetstream(timeout=self._settings.timeout)
 
         async def cb(msg: Msg) -> None:
             on_msg(Row(_stream_sequence(msg), msg.data, msg.subject))
@@ -337,7 +347,7 @@ class Reads(Positions):
         )
         sub: NatsSubscription = await js.subscribe(
             subject,
-            stream=self.settings.stream,
+            stream=self._settings.stream,
             cb=cb,
             ordered_consumer=True,
             config=config,
@@ -347,12 +357,12 @@ class Reads(Positions):
 
     async def leader_get(self, body: dict[str, Any]) -> Row | None:
         """One message through the stream leader's ``STREAM.MSG.GET`` (consistent at any R)."""
-        s = self.settings
+        s = self._settings
         loop = asyncio.get_running_loop()
         give_up = loop.time() + s.timeout
         pause = 0.05
         while True:
-            resp = await self.nc.request(
+            resp = await self._nc.request(
                 f"$JS.API.STREAM.MSG.GET.{s.stream}", json.dumps(body).encode(), s.timeout
             )
             try:
@@ -375,4 +385,5 @@ class Reads(Positions):
             where = f"leader get {body}"
             raise api_error(code, err.get("code"), err.get("description", ""), where)
         m = reply["message"]
-        return Row(self._seen(int(m["seq"])), base64.b64decode(m.get("data") or ""), m["subject"])
+        seq = self._positions.seen(int(m["seq"]))
+        return Row(seq, base64.b64decode(m.get("data") or ""), m["subject"])

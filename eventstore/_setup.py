@@ -86,7 +86,7 @@ async def ensure_stream(nc: NATS, settings: StreamSettings) -> StreamSettings:
         deny_purge=True,
         allow_atomic=True,
         allow_direct=True,
-        # Chained writes (``JetStreamLog._append_chain``) name each record for the next one's
+        # Chained writes (``Writes._append_chain``) name each record for the next one's
         # check, and JetStream keeps every name for this long to spot duplicates, which the
         # store never relies on (its writes are conditional): a second, not two minutes.
         duplicate_window=1.0,

@@ -10,11 +10,12 @@ write if anything landed on that subject in between (error 10071; a rejected pub
 sequence). A stale cache is harmless: the server refuses, we refresh and decide again. So a save
 of an aggregate that was just loaded costs exactly one round trip.
 
-Several records are one ADR-50 atomic batch (``Nats-Batch-Id``/``-Sequence``/``-Commit``):
-all-or-nothing, contiguous sequences, not interleaved with other writes. nats.py has no helper:
-the non-last messages go out with ``publish`` (no reply) and only the commit is a request.
+Several records are one ADR-50 atomic batch: all-or-nothing, contiguous sequences, not
+interleaved with other writes. One write goes on the wire as ``_publish.py`` sends it.
 
-A write whose acknowledgement is lost is resolved by reading back (``_lost_acks.py``).
+A write whose acknowledgement is lost is resolved by reading back: ``Writes`` is handed the log's
+``LostAcks`` (``_lost_acks.py``), as it is handed the log's ``Reads`` for look-ups and the
+store's ``Positions``.
 """
 
 from __future__ import annotations
@@ -32,21 +33,47 @@ from eventsourcing.persistence import (
     OperationalError,
     ProgrammingError,
 )
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.js import api
 
 from eventstore._errors import WrongLastSequence, check_reply
 from eventstore._lost_acks import MAYBE_SENT, NOT_SENT, LostAcks
-from eventstore._records import MAX_BATCH, Write
+from eventstore._positions import Positions
+from eventstore._publish import publish
+from eventstore._reads import Reads
+from eventstore._records import MAX_BATCH, StreamSettings, Write
 
 __all__ = ["Writes"]
 
 _ATTEMPTS: Final = 5
 
 
-class Writes(LostAcks):
-    """The write path of a log (``JetStreamLog`` is one); use only on the loop it was opened on."""
+class Writes:
+    """The write path of a log (``JetStreamLog`` holds one); use only on the loop it was opened on.
+
+    Args:
+        nc: the log's connection.
+        settings: the stream's settings.
+        positions: the store's position cache: what a write is decided on, and what it records.
+        reads: the log's read path, which looks up a subject's last message when not cached.
+        lost_acks: the log's resolver of writes whose acknowledgement was lost.
+    """
+
+    def __init__(
+        self,
+        nc: NATS,
+        settings: StreamSettings,
+        positions: Positions,
+        reads: Reads,
+        lost_acks: LostAcks,
+    ) -> None:
+        self._nc = nc
+        self._settings = settings
+        self._positions = positions
+        self._reads = reads
+        self._lost_acks = lost_acks
 
     async def append(self, writes: Sequence[Write], *, optimistic: Callable[[Write], bool]) -> int:
         """Append ``writes`` atomically; return the stream sequence of the last one.
@@ -80,14 +107,16 @@ class Writes(LostAcks):
             lookups = [
                 subj
                 for subj, w in first.items()
-                if subj in refresh or (subj not in self._last and not optimistic(w))
+                if subj in refresh or (self._positions.get(subj) is None and not optimistic(w))
             ]
             if lookups:
-                subjects = list(lookups)
-                await self._retrying(lambda: asyncio.gather(*map(self.last_on_subject, subjects)))  # noqa: B023
+                subjects, look_up = list(lookups), self._reads.last_on_subject
+                await self._lost_acks.retrying(
+                    lambda: asyncio.gather(*map(look_up, subjects))  # noqa: B023
+                )
             expected: dict[str, int] = {}
             for subj, w in first.items():
-                last = self._last.get(subj)
+                last = self._positions.get(subj)
                 if last is not None and w.position <= last.position:
                     msg = f"position {w.position} on {subj} already taken (last {last.position})"
                     raise IntegrityError(msg)
@@ -95,15 +124,17 @@ class Writes(LostAcks):
                 expected[subj] = last.seq if last is not None else 0
             try:
                 try:
-                    seq = await self._publish(writes, expected)
+                    seq = await publish(
+                        self._nc, self._positions, writes, expected, timeout=self._settings.timeout
+                    )
                 except (*NOT_SENT, *MAYBE_SENT) as e:
-                    seq = await self._resolve(writes, expected, e)
+                    seq = await self._lost_acks.resolve(writes, expected, e)
             except WrongLastSequence:
                 refresh = set(first)  # which subject failed is not said: look at all of them
                 continue
             base = seq - len(writes) + 1
             for i, w in enumerate(writes):
-                self._remember(w.subject, w.position, base + i)
+                self._positions.remember(w.subject, w.position, base + i)
             return seq
         msg = f"gave up after {_ATTEMPTS} concurrent-write conflicts on {sorted(first)}"
         raise IntegrityError(msg)
@@ -209,7 +240,7 @@ class Writes(LostAcks):
         records go one by one from the start.
         """
         subject = writes[0].subject
-        last = self._last.get(subject)
+        last = self._positions.get(subject)
         known = last is not None or optimistic(writes[0])
         increasing = all(a.position < b.position for a, b in itertools.pairwise(writes))
         taken = last is not None and writes[0].position <= last.position
@@ -252,10 +283,10 @@ class Writes(LostAcks):
                 continue
             try:
                 if isinstance(attempt, int):
-                    seq = self._seen(attempt)
+                    seq = self._positions.seen(attempt)
                 elif previous is not None and isinstance(attempt, (*NOT_SENT, *MAYBE_SENT)):
                     try:
-                        seq = await self._resolve([w], {w.subject: previous}, attempt)
+                        seq = await self._lost_acks.resolve([w], {w.subject: previous}, attempt)
                     except WrongLastSequence:  # not ours: decide again, as ``append`` does
                         seq = await self.append([w], optimistic=optimistic)
                 else:
@@ -263,7 +294,7 @@ class Writes(LostAcks):
             except Exception as e:  # this record's outcome
                 out.append(e)
                 continue
-            self._remember(w.subject, w.position, seq)
+            self._positions.remember(w.subject, w.position, seq)
             out.append(seq)
             previous = seq
         return out
@@ -274,7 +305,7 @@ class Writes(LostAcks):
         """Publish every message to ``subject`` in this order, back to back, then wait for each
         reply (bounded by the store's timeout): each reply, or why there is none (``NOT_SENT``:
         it was certainly not sent; ``MAYBE_SENT``: it may have been)."""
-        nc = self.nc
+        nc = self._nc
         inbox = nc.new_inbox()
         sub = await nc.subscribe(f"{inbox}.*")
         out: dict[int, Msg | BaseException] = {}
@@ -287,7 +318,7 @@ class Writes(LostAcks):
                         out[j] = e
                     break
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.settings.timeout
+            deadline = loop.time() + self._settings.timeout
             while len(out) < len(payloads):
                 try:
                     msg = await sub.next_msg(timeout=max(deadline - loop.time(), 0.001))
@@ -304,42 +335,6 @@ class Writes(LostAcks):
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         return [out[i] for i in range(len(payloads))]
-
-    async def _publish(self, writes: Sequence[Write], expected: dict[str, int]) -> int:
-        timeout = self.settings.timeout
-        hdr_expected = api.Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value
-        checked: set[str] = set()
-
-        def headers(w: Write) -> dict[str, str]:
-            # One check per subject per batch: a second one is refused (10164).
-            if w.subject in checked:
-                return {}
-            checked.add(w.subject)
-            return {hdr_expected: str(expected[w.subject])}
-
-        if len(writes) == 1:
-            w = writes[0]
-            resp = await self.nc.request(w.subject, w.payload, timeout, headers=headers(w))
-            ack = check_reply(resp.data, w.subject)
-            return self._seen(int(ack["seq"]))
-        batch_id = uuid.uuid4().hex
-        last = len(writes) - 1
-        for i, w in enumerate(writes[:last], start=1):
-            h = headers(w)
-            h[api.Header.BATCH_ID.value] = batch_id
-            h[api.Header.BATCH_SEQUENCE.value] = str(i)
-            await self.nc.publish(w.subject, w.payload, headers=h)
-        w = writes[last]
-        h = headers(w)
-        h[api.Header.BATCH_ID.value] = batch_id
-        h[api.Header.BATCH_SEQUENCE.value] = str(len(writes))
-        h[api.Header.BATCH_COMMIT.value] = "1"
-        resp = await self.nc.request(w.subject, w.payload, timeout, headers=h)
-        ack = check_reply(resp.data, f"atomic batch of {len(writes)} ending on {w.subject}")
-        if int(ack.get("count", len(writes))) != len(writes):
-            msg = f"atomic batch committed {ack.get('count')} of {len(writes)} messages"
-            raise DatabaseError(msg)
-        return self._seen(int(ack["seq"]))
 
 
 async def _earlier_stored(before: set[asyncio.Future[int]], subject: str) -> None:

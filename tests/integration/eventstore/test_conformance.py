@@ -128,13 +128,13 @@ class TestApplicationRecorderConsumerReads(TestApplicationRecorder):
     (by default only pages of 100 rows or more are: the cases use small pages)."""
 
     def create_recorder(self) -> ApplicationRecorder:
-        self.factory.connection.log.consumer_read_min = 1
+        self.factory.connection.log.reads.consumer_read_min = 1
         return self.factory.application_recorder()
 
 
 class TestProcessRecorderConsumerReads(FreshStream, ProcessRecorderTestCase):
     def create_recorder(self) -> ProcessRecorder:
-        self.factory.connection.log.consumer_read_min = 1
+        self.factory.connection.log.reads.consumer_read_min = 1
         return self.factory.process_recorder()
 
 

@@ -110,7 +110,7 @@ def test_snapshot_versions_with_gaps_and_an_empty_subject(
 
 def test_through_the_stream_leader(fresh_reader: JetStreamFactory, aggregates: list[UUID]) -> None:
     """A replicated stream's reads ask the leader (consistent), the steps back included."""
-    fresh_reader.connection.log._leader_reads = True  # as with replicas > 1
+    fresh_reader.connection.log.reads.leader_reads = True  # as with replicas > 1
     recorder = fresh_reader.aggregate_recorder()
     for gt, expected in ((150, list(range(151, 201))), (199, [200]), (1, list(range(2, 201)))):
         found = recorder.select_events(aggregates[0], gt=gt)

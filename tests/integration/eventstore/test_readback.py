@@ -166,7 +166,7 @@ def test_unreachable_for_the_whole_window_says_so(private_nats_server: NatsServe
 
 def test_reads_through_the_stream_leader(factory: JetStreamFactory) -> None:
     """With replicas > 1 "the last message" is asked of the leader; exercise that path on R1."""
-    factory.connection.log._leader_reads = True
+    factory.connection.log.reads.leader_reads = True
     recorder = factory.process_recorder()
     oid = uuid.uuid4()
     assert recorder.max_notification_id() is None
