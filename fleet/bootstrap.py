@@ -328,7 +328,7 @@ class FleetNode:
             assert graph is not None  # the configured Neo4j, or the embedded graph opened above
             service = ProjectionService(nc, s.stream, graph, self.projections)
             await service.start()
-            self._stack.push_async_callback(service.shutdown)
+            self._stack.push_async_callback(service.close)
             self.control = LocalProjections(self.projections)
             return board, LocalGraphReader(graph)
         requester = ProjectionRequester(nc, s.stream)
@@ -552,7 +552,7 @@ class FleetNode:
             interceptors=interceptors,
         )
         await server.open()
-        self._stack.push_async_callback(server.shutdown)  # when start-up fails part way
+        self._stack.push_async_callback(server.close)  # when start-up fails part way
         self.servers["grpc"] = self._grpc = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
@@ -637,7 +637,7 @@ class FleetNode:
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
         # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
         # another node") instead of holding the grace period.
-        self._stack.push_async_callback(server.shutdown)
+        self._stack.push_async_callback(server.close)
         self._stack.callback(self.hub.release_watchers)
         await server.ready()
 
@@ -665,9 +665,9 @@ class FleetNode:
         except OSError as e:
             log.warning("web console not started: cannot listen on %s:%s (%s)",
                         s.web_host, s.web_port, e.strerror or e)  # fmt: skip
-            await console.shutdown()
+            await console.close()
             return
-        self._stack.push_async_callback(console.shutdown)
+        self._stack.push_async_callback(console.close)
         assert self.hub is not None
         self._stack.callback(self.hub.release_watchers)  # live pages end first, then the server
         self.servers["web"] = console
