@@ -96,7 +96,7 @@ class FleetNode:
     itself (the embedded one, which is the projectors' process's alone) through that, and asks
     that node for projection status, rebuilds and, unless it reads every store itself, verify.
 
-    Loop affinity: start, stop and run on one asyncio loop.
+    Loop affinity: start, close and run on one asyncio loop.
     """
 
     def __init__(
@@ -216,7 +216,7 @@ class FleetNode:
                 await self._stage("web console", lambda: self._start_web(graph))
             self._write_run_file()
         except BaseException:
-            await self.stop()
+            await self.close()
             raise
 
     async def _start_event_store(self) -> None:
@@ -318,7 +318,7 @@ class FleetNode:
             self.runners = runners
         # Owns the runners (a rebuild replaces one in place), so it stops whichever are running.
         self.projections = Projections(self.app, self.runners, graph=graph, board=board)
-        self._stack.callback(self.projections.stop)
+        self._stack.callback(self.projections.close)
 
         nc = await nats.connect(
             servers(self.endpoints.nats_url), name="fleet-projections", max_reconnect_attempts=-1
@@ -527,7 +527,7 @@ class FleetNode:
             self.metrics.track_projections(app.recorder.max_notification_id, self.runners)
             self.metrics.track_watchers(self.hub)
             port = self.metrics.start(self.hub, s.metrics_host, s.metrics_port)
-            self._stack.push_async_callback(self.metrics.stop)
+            self._stack.push_async_callback(self.metrics.close)
             self.endpoints.metrics = f"http://{s.metrics_host}:{port}/metrics"
 
     async def _open_api(self) -> None:
@@ -678,7 +678,7 @@ class FleetNode:
         path.write_text(json.dumps(vars(self.endpoints), indent=2))
         self._stack.callback(lambda: path.unlink(missing_ok=True))
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         """Stop everything started so far, newest first. Idempotent."""
         await self._stack.aclose()
 
@@ -727,7 +727,7 @@ class FleetNode:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.stop()
+        await self.close()
 
 
 def _graph_down() -> tuple[type[BaseException], ...]:
