@@ -56,7 +56,7 @@ class WatchHub(BackgroundService):
 
     Subscribers with the key ``None`` receive every event (metrics derive from them).
 
-    Lifecycle: ``async with hub`` (or ``start``/``shutdown``); ``shutdown`` ends every watcher
+    Lifecycle: ``async with hub`` (or ``start``/``close``); ``close`` ends every watcher
     with ``WatchUnavailableError`` and is idempotent.
     """
 
@@ -151,7 +151,7 @@ class WatchHub(BackgroundService):
         if self._closed is None:
             self._close(None)
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         self.release_watchers()
         await self.stop_runner()
 

@@ -95,7 +95,7 @@ _FOLLOWED = (Deliberation.Requested, *_TERMINAL_EVENTS)
 class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
     """Drives open deliberations to a terminal state. Runs on one asyncio loop.
 
-    Lifecycle: ``await run()`` until ``await shutdown()``; or ``async with``.
+    Lifecycle: ``await run()`` until ``await close()``; or ``async with``.
     """
 
     def __init__(
@@ -204,7 +204,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         if failed:
             log.error("deliberation %s: driver failed", d_id, exc_info=task.exception())
         if claim is None or (task.cancelled() and self._stopping):
-            return  # on shutdown the claims are released (see shutdown)
+            return  # on shutdown the claims are released (see close)
         # Done (or ended by a terminal event): the queue forgets it. A driver that failed before
         # it could drive (the deliberation unreadable) hands the claim back instead, so that
         # this or another dispatcher tries again: the deliberation must not stay open, undriven.
@@ -341,7 +341,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
     def task_name(self) -> str:
         return "dispatcher"
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         """Cancel every driver and hand claimed work back. Idempotent. Work resumes elsewhere
         (or on the next start): what is outstanding is in the events."""
         await self.stop_runner()  # first: no new driver starts while the others stop

@@ -96,7 +96,7 @@ class FleetNode:
     itself (the embedded one, which is the projectors' process's alone) through that, and asks
     that node for projection status, rebuilds and, unless it reads every store itself, verify.
 
-    Loop affinity: start, stop and run on one asyncio loop.
+    Loop affinity: start, close and run on one asyncio loop.
     """
 
     def __init__(
@@ -216,7 +216,7 @@ class FleetNode:
                 await self._stage("web console", lambda: self._start_web(graph))
             self._write_run_file()
         except BaseException:
-            await self.stop()
+            await self.close()
             raise
 
     async def _start_event_store(self) -> None:
@@ -318,7 +318,7 @@ class FleetNode:
             self.runners = runners
         # Owns the runners (a rebuild replaces one in place), so it stops whichever are running.
         self.projections = Projections(self.app, self.runners, graph=graph, board=board)
-        self._stack.callback(self.projections.stop)
+        self._stack.callback(self.projections.close)
 
         nc = await nats.connect(
             servers(self.endpoints.nats_url), name="fleet-projections", max_reconnect_attempts=-1
@@ -328,7 +328,7 @@ class FleetNode:
             assert graph is not None  # the configured Neo4j, or the embedded graph opened above
             service = ProjectionService(nc, s.stream, graph, self.projections)
             await service.start()
-            self._stack.push_async_callback(service.shutdown)
+            self._stack.push_async_callback(service.close)
             self.control = LocalProjections(self.projections)
             return board, LocalGraphReader(graph)
         requester = ProjectionRequester(nc, s.stream)
@@ -527,7 +527,7 @@ class FleetNode:
             self.metrics.track_projections(app.recorder.max_notification_id, self.runners)
             self.metrics.track_watchers(self.hub)
             port = self.metrics.start(self.hub, s.metrics_host, s.metrics_port)
-            self._stack.push_async_callback(self.metrics.stop)
+            self._stack.push_async_callback(self.metrics.close)
             self.endpoints.metrics = f"http://{s.metrics_host}:{port}/metrics"
 
     async def _open_api(self) -> None:
@@ -552,7 +552,7 @@ class FleetNode:
             interceptors=interceptors,
         )
         await server.open()
-        self._stack.push_async_callback(server.shutdown)  # when start-up fails part way
+        self._stack.push_async_callback(server.close)  # when start-up fails part way
         self.servers["grpc"] = self._grpc = server
         self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
@@ -637,7 +637,7 @@ class FleetNode:
         # Stopping runs newest first: the API stops before the parts it reads (a graceful stop,
         # health NOT_SERVING first), and open streams end before that (UNAVAILABLE, "resume on
         # another node") instead of holding the grace period.
-        self._stack.push_async_callback(server.shutdown)
+        self._stack.push_async_callback(server.close)
         self._stack.callback(self.hub.release_watchers)
         await server.ready()
 
@@ -665,9 +665,9 @@ class FleetNode:
         except OSError as e:
             log.warning("web console not started: cannot listen on %s:%s (%s)",
                         s.web_host, s.web_port, e.strerror or e)  # fmt: skip
-            await console.shutdown()
+            await console.close()
             return
-        self._stack.push_async_callback(console.shutdown)
+        self._stack.push_async_callback(console.close)
         assert self.hub is not None
         self._stack.callback(self.hub.release_watchers)  # live pages end first, then the server
         self.servers["web"] = console
@@ -678,7 +678,7 @@ class FleetNode:
         path.write_text(json.dumps(vars(self.endpoints), indent=2))
         self._stack.callback(lambda: path.unlink(missing_ok=True))
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         """Stop everything started so far, newest first. Idempotent."""
         await self._stack.aclose()
 
@@ -727,7 +727,7 @@ class FleetNode:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.stop()
+        await self.close()
 
 
 def _graph_down() -> tuple[type[BaseException], ...]:

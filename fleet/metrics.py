@@ -245,7 +245,7 @@ class FleetMetrics:
         self, nats_url: str, probes: Sequence[QueueProbe], *, interval_s: float = 5.0
     ) -> None:
         """Export the backlog of ``probes`` (``dispatcher_queue``, ``agent_queues``), read every
-        ``interval_s`` on a NATS connection of the metrics' own (closed by ``stop``)."""
+        ``interval_s`` on a NATS connection of the metrics' own (closed by ``close``)."""
         if self._queues_task is not None:
             raise RuntimeError("track_queues: already tracking queues")
         nc = await nats.connect(servers(nats_url), name="fleet-metrics", max_reconnect_attempts=-1)
@@ -284,7 +284,7 @@ class FleetMetrics:
         self._server = server
         return int(server.server_address[1])
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         for task in (self._task, self._queues_task):
             if task is not None:
                 task.cancel()

@@ -131,7 +131,7 @@ class ProjectionService:
         await self._nc.flush()  # subscribed at the server before anyone is told we serve
         log.info("serving the projections of %s on %s", self._stream, subject(self._stream, "*"))
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         """Stop taking requests and end those in flight (their requesters time out). Idempotent."""
         if self._sub is not None:
             sub, self._sub = self._sub, None

@@ -14,7 +14,7 @@ class BackgroundService(abc.ABC):
     """A part that works in the background of its loop until shut down.
 
     Subclasses write ``run()`` and, when they hold more than the runner task (connections,
-    in-flight calls, claims), extend ``shutdown()`` and call ``stop_runner()`` from it.
+    in-flight calls, claims), extend ``close()`` and call ``stop_runner()`` from it.
     ``prepare()`` runs before the runner starts, on entering (a failure there raises from
     ``async with`` instead of ending the runner later).
 
@@ -53,7 +53,7 @@ class BackgroundService(abc.ABC):
             runner.cancel()
             await asyncio.gather(runner, return_exceptions=True)
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         """Stop. Idempotent. Subclasses that hold more extend it."""
         await self.stop_runner()
 
@@ -68,4 +68,4 @@ class BackgroundService(abc.ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.shutdown()
+        await self.close()

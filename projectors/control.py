@@ -158,7 +158,8 @@ class Projections:
         for r in list(self._runners):
             r.wait(position, timeout)
 
-    def stop(self) -> None:
+    def close(self) -> None:
+        """Stop every runner. Idempotent."""
         for r in list(self._runners):
             r.stop()
 

@@ -49,7 +49,7 @@ Every log line about a call names its deliberation: the task serving a call is n
 inside the call carry it too), and lines logged outside that task pass it as the record's
 ``deliberation_id``. The streams are made with ``replicas`` copies (``FLEET_STREAM_REPLICAS``).
 
-Loop affinity: the loop that runs ``run``. Lifecycle: ``await run()`` until ``await shutdown()``
+Loop affinity: the loop that runs ``run``. Lifecycle: ``await run()`` until ``await close()``
 (in-flight calls get ``drain_s`` to finish; the rest are nak'ed so another worker takes them at
 once), or ``async with``.
 
@@ -142,7 +142,7 @@ class AgentWorker(BackgroundService):
         nc: a connected NATS client (shared by the process's workers; not closed here).
         names: the installation's queue names.
         role: the role served (upper case).
-        executor: runs the calls (a ``CouncilMember`` of this role); closed by ``shutdown``.
+        executor: runs the calls (a ``CouncilMember`` of this role); closed by ``close``.
         concurrency: calls in flight at once in this worker.
         ack_wait_s: how long a silent delivery stays with this worker before redelivery.
         max_deliver: deliveries before a call is dead-lettered.
@@ -539,7 +539,7 @@ class AgentWorker(BackgroundService):
 
     # -- lifecycle
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         """Stop taking work; in-flight calls get ``drain_s`` to finish, the rest are nak'ed."""
         if self._stopped and self._runner is None and not self._calls:
             return

@@ -57,7 +57,7 @@ class PlanApprovalConsumer(PlanningConsumer):
     """Consumes plan approvals until shut down. Loop affinity: the loop that connected.
 
     Args:
-        nc: a connected NATS client (closed by ``shutdown`` when ``owns_connection``).
+        nc: a connected NATS client (closed by ``close`` when ``owns_connection``).
         store: where approvals are recorded (the Plan aggregate's store).
         durable: the consumer's name; every Fleet process shares it (each message to one).
         max_deliver: deliveries before a transiently failing message is parked.

@@ -85,7 +85,7 @@ class PlanningConsumer(BackgroundService):
     Subclasses set ``subject`` and ``task_label`` and implement ``record``.
 
     Args:
-        nc: a connected NATS client (closed by ``shutdown`` when ``owns_connection``).
+        nc: a connected NATS client (closed by ``close`` when ``owns_connection``).
         durable: the consumer's name; every Fleet process shares it (each message to one).
         stream: the stream created for the subject when no stream holds it.
         max_deliver: deliveries before a transiently failing message is parked.
@@ -257,7 +257,7 @@ class PlanningConsumer(BackgroundService):
     def task_name(self) -> str:
         return self.task_label
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         await self.stop_runner()
         if self._owns and not self._nc.is_closed:
             await self._nc.close()

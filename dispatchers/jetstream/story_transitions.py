@@ -35,7 +35,7 @@ class StoryTransitionConsumer(PlanningConsumer):
     """Consumes story transitions until shut down. Loop affinity: the loop that connected.
 
     Args:
-        nc: a connected NATS client (closed by ``shutdown`` when ``owns_connection``).
+        nc: a connected NATS client (closed by ``close`` when ``owns_connection``).
         store: where transitions are recorded (the Story aggregate's store).
         clock: the time recorded for a body without a readable timestamp.
         **kwargs: as ``PlanningConsumer`` (durable, stream, max_deliver, ack_wait_s, replicas).

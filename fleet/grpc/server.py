@@ -107,7 +107,7 @@ class GrpcServer:
     Start-up is two steps, so that a probe can tell "starting" from "down": ``open`` listens at
     once with health NOT_SERVING and every other call UNAVAILABLE; ``ready`` serves them and
     says SERVING. ``start`` does both. Health says NOT_SERVING again from the start of
-    ``shutdown``, so a load balancer drains the node before it stops.
+    ``close``, so a load balancer drains the node before it stops.
 
     The port is this server's alone: gRPC would otherwise set ``SO_REUSEPORT`` and a second
     node on the same port would silently take half of the calls.
@@ -179,7 +179,7 @@ class GrpcServer:
     async def wait(self) -> None:
         await self._server.wait_for_termination()
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def close(self, grace: float = 5.0) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -196,7 +196,7 @@ class GrpcServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.shutdown()
+        await self.close()
 
 
 def _require_free(host: str, port: int) -> None:

@@ -7,7 +7,7 @@ deliberation fold its events (``application.timeline``), the list pages over the
 (``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
 is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
 
-Loop affinity: the node's loop (``start`` and ``shutdown`` on it).
+Loop affinity: the node's loop (``start`` and ``close`` on it).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class WebConsole:
         self.url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound}/"
         return self.url
 
-    async def shutdown(self) -> None:
+    async def close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

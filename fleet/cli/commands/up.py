@@ -90,7 +90,7 @@ async def cmd_up(args: argparse.Namespace) -> None:
         failure = await _until_stopped_or_failed(stop, node)
     finally:
         with console.status("stopping Fleet…"):
-            await node.stop()
+            await node.close()
     if failure is not None:
         # Non-zero, so a supervisor (systemd, Kubernetes) restarts it; the events hold the work.
         raise CliError(f"Fleet stopped because a part failed: {failure}", code=1)

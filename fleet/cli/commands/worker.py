@@ -75,7 +75,7 @@ async def _serve_metrics(
     from fleet.metrics import FleetMetrics, agent_queues
 
     metrics = FleetMetrics()
-    stack.push_async_callback(metrics.stop)
+    stack.push_async_callback(metrics.close)
     await metrics.track_queues(nats_url, agent_queues(names, roles))
     port = metrics.serve(s.metrics_host, s.metrics_port)
     return f"; metrics http://{s.metrics_host}:{port}/metrics"

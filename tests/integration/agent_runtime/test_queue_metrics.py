@@ -33,7 +33,7 @@ CALLS = "fleet_agent_pending_calls"
 async def metrics() -> AsyncIterator[FleetMetrics]:
     m = FleetMetrics()
     yield m
-    await m.stop()
+    await m.close()
 
 
 def gauge(m: FleetMetrics, name: str, **labels: str) -> Callable[[], float | None]:

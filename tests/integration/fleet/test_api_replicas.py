@@ -120,7 +120,7 @@ async def test_verify_on_the_replica_finds_a_tampered_cache_entry(
 
 
 async def test_without_a_projectors_node_the_replica_refuses_and_says_why(pair: Pair) -> None:
-    await pair.projectors.stop()
+    await pair.projectors.close()
     for call in (
         pair.client.query(COUNT),
         pair.client.list(),

@@ -66,7 +66,7 @@ async def grpc_code() -> AsyncIterator[Any]:
 
     yield code
     for s in servers:
-        await s.shutdown(grace=0)
+        await s.close(grace=0)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -85,7 +85,7 @@ async def web_status() -> AsyncIterator[Any]:
 
     yield status
     for c in consoles:
-        await c.shutdown()
+        await c.close()
 
 
 async def test_not_found_is_not_found_on_the_api_naming_the_task(grpc_code: Any) -> None:

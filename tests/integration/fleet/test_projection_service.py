@@ -79,6 +79,6 @@ async def test_big_replies_errors_and_no_server(nc: NATS) -> None:
         with pytest.raises(NothingToVerifyError, match="neither a graph nor a cache"):
             await ProjectionRequester(nc, stream).request("verify", {}, timeout=10)
     finally:
-        await service.shutdown()
+        await service.close()
     with pytest.raises(ServiceUnavailableError, match="no node serves the projections"):
         await remote.query("rows", {"size": 8})

@@ -58,7 +58,7 @@ async def make_server() -> AsyncIterator[Any]:
 
     yield make
     for s in servers:
-        await s.shutdown(grace=0)
+        await s.close(grace=0)
 
 
 async def _reaches_servicer(client: FleetClient) -> grpc.StatusCode:
@@ -130,7 +130,7 @@ async def test_health_turns_not_serving_at_the_start_of_a_graceful_shutdown(
         watch = health.Watch(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
         first = await watch.read()
         assert first.status == health_pb2.HealthCheckResponse.SERVING
-        stopping = asyncio.create_task(server.shutdown(grace=2.0))
+        stopping = asyncio.create_task(server.close(grace=2.0))
         second = await asyncio.wait_for(watch.read(), 5)
         assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
         await stopping

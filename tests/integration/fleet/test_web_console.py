@@ -236,7 +236,7 @@ async def test_without_the_token_nothing_is_served_and_writes_stay_same_site(
         await page.click("button[type=submit]")
         await page.locator('tr[data-task="web-token-1"]').wait_for(timeout=10000)
     finally:
-        await guarded.shutdown()
+        await guarded.close()
 
 
 async def _paint_ms(page: Any) -> float:
@@ -271,7 +271,7 @@ async def test_figures(console: Console, tmp_path: Path) -> None:
         if SHOTS:
             await page.screenshot(path=f"{SHOTS}/web-list.png", clip=TOP)
     finally:
-        await big.shutdown()
+        await big.close()
         graph.close()
 
     await store.create(rich_deliberation("web-16x3", agents=16, rounds=3))
@@ -348,7 +348,7 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
         text = await page.locator("main .card", has_text="QA council").inner_text()
         assert "qa-agent-1" in text and "qwen3" in text and "v4" in text
     finally:
-        await with_councils.shutdown()
+        await with_councils.close()
 
     page = await console.page("#/projections")
     await page.locator("#projections tbody tr").first.wait_for()
@@ -426,7 +426,7 @@ async def test_with_the_apis_certificate_the_console_speaks_tls_only(
             with pytest.raises(aiohttp.ClientError):
                 await http.get(url.replace("https", "http") + "api/status")
     finally:
-        await tls.shutdown()
+        await tls.close()
 
 
 async def _listed(console: Console, task_id: str) -> None:

@@ -97,7 +97,7 @@ async def node(
             "app": app, "graph": graph, "board": board, "projections": projections, "api": api,
             "address": f"127.0.0.1:{server.port}",
         }  # fmt: skip
-    projections.stop()
+    projections.close()
     client.close()  # type: ignore[no-untyped-call]
 
 

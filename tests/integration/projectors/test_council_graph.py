@@ -106,4 +106,4 @@ def test_councils_and_memberships_over_time_and_verify(graph: DecisionGraph) -> 
         assert len(details) == 1 and details[0].startswith("councils: MEMBER_OF[agent-dev-009")
         assert ".until" in details[0]
     finally:
-        projections.stop()
+        projections.close()

@@ -128,7 +128,7 @@ def recorded(graph: DecisionGraph) -> Iterator[Recorded]:
     r = Recorded(app, graph, projections, dev.id, qa.id)
     r.wait()
     yield r
-    projections.stop()
+    projections.close()
 
 
 def test_a_plans_approver_is_found_before_any_deliberation_finishes(graph: DecisionGraph) -> None:
@@ -152,7 +152,7 @@ def test_a_plans_approver_is_found_before_any_deliberation_finishes(graph: Decis
         assert spawned == [{"id": str(d.id), "status": "IN_PROGRESS"}]
         assert verify(app, graph=graph).ok and story_differences(app, graph) == []
     finally:
-        projections.stop()
+        projections.close()
 
 
 def test_the_architects_choice_and_the_ratings_are_on_the_graph(recorded: Recorded) -> None:
@@ -290,4 +290,4 @@ def test_a_plan_that_got_no_deliberation_or_skipped_a_role_says_why_on_the_graph
         report = verify(app, graph=graph)
         assert not report.ok and any("plan-some" in str(d) for d in report.differences)
     finally:
-        projections.stop()
+        projections.close()

@@ -84,7 +84,7 @@ class Stores:
 def stores(graph: DecisionGraph, board: ValkeyDeliberationBoard) -> Iterator[Stores]:
     s = Stores(graph, board)
     yield s
-    s.projections.stop()
+    s.projections.close()
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def cache_stores(ladybug_graph: LadybugGraph, board: ValkeyDeliberationBoard) ->
     """``stores`` for the cache's own cases, on one graph engine."""
     s = Stores(ladybug_graph, board)
     yield s
-    s.projections.stop()
+    s.projections.close()
 
 
 def _found(report: VerifyReport) -> list[tuple[str, str, str]]:
@@ -326,4 +326,4 @@ def test_critiques_without_ratings_project_and_verify(
         assert [(r["n"], r["rated"]) for r in rows] == [(6, 0)]
         assert verify(app, graph=graph, board=board).ok
     finally:
-        projections.stop()
+        projections.close()

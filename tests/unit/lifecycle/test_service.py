@@ -35,7 +35,19 @@ async def test_entering_prepares_then_runs_and_leaving_stops_the_runner() -> Non
         assert runner.get_name() == "Ticker"
         await asyncio.wait_for(t.ticked.wait(), 5)
     assert runner.cancelled() and t.background_tasks() == []
-    await t.shutdown()  # idempotent
+    await t.close()  # idempotent
+
+
+async def test_close_is_idempotent_and_safe_before_start() -> None:
+    t = Ticker()
+    await t.close()  # never started: nothing to stop
+    t.start()
+    await asyncio.wait_for(t.ticked.wait(), 5)
+    (runner,) = t.background_tasks()
+    await t.close()
+    ticks = t.ticks
+    await t.close()  # a second call does nothing
+    assert runner.cancelled() and t.background_tasks() == [] and t.ticks == ticks
 
 
 async def test_a_runner_that_fails_is_visible_and_stopping_still_completes() -> None:
