@@ -148,7 +148,7 @@ def start_cache_projection(app: object, data_dir: Path) -> tuple[object, object,
     runner.start()
 
     def stop() -> None:
-        runner.stop()
+        runner.close()
         client.close()  # type: ignore[no-untyped-call]
         server.stop()
 

@@ -93,7 +93,7 @@ def main() -> None:
             runner.start()
             runner.wait(head, timeout=3600)
             dt = time.perf_counter() - t0
-            runner.stop()
+            runner.close()
             published = projection.published
             stream.close()
             bridge.close()

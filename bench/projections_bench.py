@@ -322,7 +322,7 @@ def live(
     last = positions[-1]
     for r in runners:
         r.wait(last, timeout=60)
-        r.stop()
+        r.close()
     deadline = time.monotonic() + 10
     while last not in delivered and time.monotonic() < deadline:
         time.sleep(0.01)

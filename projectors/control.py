@@ -115,7 +115,7 @@ class Projections:
         """Rebuild projection ``name`` from sequence 1; returns the head it will catch up to."""
         with self._lock:
             old = self.runner(name)
-            old.stop()
+            old.close()
             old.projection.reset()
             new = old.fresh()
             self._runners[self._runners.index(old)] = new
@@ -161,7 +161,7 @@ class Projections:
     def close(self) -> None:
         """Stop every runner. Idempotent."""
         for r in list(self._runners):
-            r.stop()
+            r.close()
 
     def _time_at(self, position: int) -> datetime | None:
         if position <= 0:

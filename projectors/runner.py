@@ -76,7 +76,7 @@ def default_owner() -> str:
 class ProjectorRunner:
     """Runs ``projection`` over ``app``'s events in a daemon thread.
 
-    Thread-safety: ``start``, ``stop``, ``wait``, ``position``, ``state`` and ``error`` may be
+    Thread-safety: ``start``, ``close``, ``wait``, ``position``, ``state`` and ``error`` may be
     called from any thread. The projection is called from the runner's thread and its writer
     thread, never from both at once except a ``StagedProjection``'s ``stage`` (pure) beside
     a write.
@@ -198,7 +198,7 @@ class ProjectorRunner:
             )
             self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def close(self, timeout: float = 10.0) -> None:
         """End the subscription and join the thread. Idempotent; safe before ``start``."""
         with self._cond:
             self._stopped = True
@@ -218,7 +218,7 @@ class ProjectorRunner:
         """Block until ``position`` is handled.
 
         Raises:
-            ProjectionStoppedError: the runner stopped (by ``stop`` or an error, the cause) first.
+            ProjectionStoppedError: the runner stopped (by ``close`` or an error, the cause) first.
             TimeoutError: ``timeout`` seconds passed first.
         """
         deadline = time.monotonic() + timeout
@@ -425,4 +425,4 @@ class ProjectorRunner:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop()
+        self.close()

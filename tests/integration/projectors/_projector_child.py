@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
             return 1
         if until_head and min(positions) >= head:
             for r in runners:
-                r.stop()
+                r.close()
             graph.close()
             app.close()
             return 0

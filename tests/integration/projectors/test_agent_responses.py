@@ -190,18 +190,18 @@ async def test_backlog_review_results_reach_a_plain_subscriber_once_each(
     assert info.config.max_age == AGENT_RESPONSES_MAX_AGE_S
 
     # A restart and a rebuild publish nothing again; new results follow.
-    runner.stop()
+    runner.close()
     runner = _runner(app, url, bridge)
     runner.start()
     await asyncio.to_thread(runner.wait, head, 20)
-    runner.stop()
+    runner.close()
     runner.projection.reset()
     runner = runner.fresh()
     runner.start()
     app.save(*_log("b"))
     head = app.recorder.max_notification_id() or 0
     await asyncio.to_thread(runner.wait, head, 20)
-    runner.stop()
+    runner.close()
     got = await _read(url, at_least=8)
     assert len(got) == 8
     assert len({body["idempotency_key"] for _, body in got}) == 8

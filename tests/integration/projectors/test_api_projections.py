@@ -243,7 +243,7 @@ async def test_status_shows_the_lag_in_seconds_of_a_stopped_projection(
 ) -> None:
     app, projections, address = node["app"], node["projections"], node["address"]
     assert await asyncio.to_thread(_lags, address) == {"graph": (0, 0.0), "cache": (0, 0.0)}
-    projections.runner("cache").stop()
+    projections.runner("cache").close()
     await asyncio.sleep(1.5)
     scenarios.completed(app)  # recorded 1.5 s after the last event the cache handled
     head = app.recorder.max_notification_id()

@@ -67,7 +67,7 @@ def test_status_shows_seconds_behind_for_a_restarted_runner_whose_first_batch_fa
     before.start()
     before.wait(app.recorder.max_notification_id() or 0, timeout=30)
     stored = before.position()
-    before.stop()  # the node stops
+    before.close()  # the node stops
     time.sleep(1.5)
     running.fail_agent(agent_id=running.agents[1], round=0, error="HTTP 503")
     app.save(running)  # recorded 1.5 s after the last event the cache holds

@@ -146,7 +146,7 @@ async def test_an_emptied_valkey_keeps_reads_answering_and_refills(
             task_id = str(app.repository.get(run.deliberation_id).task_id)
             assert (await queries.result(task_id)).position is not None  # served by the cache
     finally:
-        runner.stop()
+        runner.close()
         client.close()  # type: ignore[no-untyped-call]
 
 

@@ -85,5 +85,5 @@ def test_a_standby_takes_a_silent_owners_cache_within_about_a_lease(
         standby.wait(run.position, timeout=10)
         took = time.monotonic() - silent_since
     finally:
-        standby.stop()
+        standby.close()
     assert lease_ms / 1000 <= took < lease_ms / 1000 + 1.0, f"took over after {took:.2f} s"

@@ -129,13 +129,13 @@ def test_two_runners_of_one_projection_never_both_apply(
         assert second.state == "standby" and second.applied == 0  # fenced out from the start
         more = scenarios.completed(app)
         first.wait(more.position)
-        first.stop()  # a clean stop releases the lease: the standby takes over
+        first.close()  # a clean stop releases the lease: the standby takes over
         later = scenarios.timed_out(app)
         second.wait(later.position, timeout=20)
         assert second.state == "active"
         ours = sum(1 for e, _ in _all_events(app) if type(e).__module__.startswith("aggregates"))
         assert first.applied + second.applied == ours  # every event applied exactly once
-        second.stop()
+        second.close()
         # The old owner comes back with its stale fence: refused, writes nothing.
         scenarios.all_failed(app)
         position = projection.position()

@@ -139,7 +139,7 @@ def test_events_arriving_during_a_commit_go_in_the_next_one_exactly_once(
         assert report.ok, report.differences
     finally:
         projection.go.set()
-        runner.stop()
+        runner.close()
 
 
 def test_each_statement_text_runs_with_row_counts_of_one_size_class(

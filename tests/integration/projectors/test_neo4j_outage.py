@@ -130,7 +130,7 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
         _assert_exactly_once(app, graph, head)
         assert _count(graph, "MATCH (p:Proposal) RETURN count(p) AS n") == _expected_proposals(app)
     finally:
-        runner.stop()
+        runner.close()
         app.close()
 
 
@@ -168,5 +168,5 @@ def test_a_projector_started_while_neo4j_is_down_waits_and_catches_up(
             names = {r["name"] for r in session.run("SHOW CONSTRAINTS YIELD name RETURN name")}
         assert {"fleet_deliberation_id", "fleet_event_id", "fleet_proposal_id"} <= names
     finally:
-        runner.stop()
+        runner.close()
         app.close()

@@ -123,18 +123,18 @@ async def test_each_event_once_in_order_across_restart_and_rebuild(
     assert timed_out["payload"]["error_type"] == "timeout"
 
     # A restart, then a rebuild: nothing is published again; new events follow with no gap.
-    runner.stop()
+    runner.close()
     runner = _runner(app, url, bridge)
     runner.start()
     await asyncio.to_thread(runner.wait, head, 20)
-    runner.stop()
+    runner.close()
     runner.projection.reset()
     runner = runner.fresh()
     runner.start()
     app.save(*one_of_each("b"))
     head = app.recorder.max_notification_id() or 0
     await asyncio.to_thread(runner.wait, head, 20)
-    runner.stop()
+    runner.close()
     got = await read_all(url, at_least=2 * MESSAGES_PER_ROUND)
     assert [r.subject for r in got] == ORDER + ORDER
     assert [r.seq for r in got] == list(range(1, 2 * MESSAGES_PER_ROUND + 1))

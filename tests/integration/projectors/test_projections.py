@@ -173,8 +173,8 @@ def test_restarted_runners_resume_from_their_stored_position(
         runner.start()
         assert runner.position() == first.position  # read from the store, not from 0
         runner.wait(second.position)
-        runner.stop()
-        runner.stop()  # idempotent
+        runner.close()
+        runner.close()  # idempotent
     events = graph.query("MATCH (e:Event) RETURN count(e) AS n")
     total = sum(app.repository.get(r.deliberation_id).version for r in (first, second))
     assert events == [{"n": total}]
@@ -220,7 +220,7 @@ def test_a_failing_store_stops_the_runner_and_a_rebuild_recovers(
         runner.wait(second.position)
     assert isinstance(stopped.value.__cause__, valkey.ConnectionError)
     assert runner.error is not None and not runner.running()
-    runner.stop()
+    runner.close()
     with pytest.raises(valkey.ConnectionError):  # a store that is down fails start() loudly
         ProjectorRunner(app, CacheProjection(board)).start()
     own_valkey_server.start()  # empty: the cache lost everything, the log did not
