@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import IO, Any
 
 from fleet.embedded._process import die_with_parent
 
-__all__ = ["FLEET", "REPO", "ChildProcess", "FleetProcess", "WorkerProcess"]
+__all__ = ["FLEET", "REPO", "ChildProcess", "FleetProcess", "WorkerProcess", "last_traceback"]
 
 FLEET = str(Path(sys.executable).with_name("fleet"))
 """The ``fleet`` entry point of the running interpreter's environment."""
@@ -105,6 +106,12 @@ class ChildProcess:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return "(no log)"
+
+    def last_traceback(self) -> str:
+        """The log's last traceback, whole, with the record that logged it and the exception's
+        line(s); "" when there is none. For a failure message that names where it failed
+        (a log's tail can end past the traceback, and a long one is cut in the middle)."""
+        return last_traceback(self.tail(chars=sys.maxsize))
 
     def output_since_spawn(self) -> str:
         """What the current run wrote, with the console's line wrapping undone."""
@@ -193,3 +200,27 @@ class WorkerProcess(ChildProcess):
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         self._wait_ready(timeout)
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+"""How a log record starts (``fleet``'s logging format: the time first)."""
+_MESSAGE_LINES = 20
+"""At most this many lines of an exception's message are kept."""
+
+
+def last_traceback(log: str) -> str:
+    """The last traceback in ``log``: the line before it (the record that logged it), its frames
+    and the exception's line(s), up to the next record; "" when ``log`` has none."""
+    lines = log.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(_TRACEBACK)]
+    if not starts:
+        return ""
+    first = max(starts[-1] - 1, 0)
+    end = starts[-1] + 1
+    while end < len(lines) and lines[end].startswith(" "):  # the frames
+        end += 1
+    stop = min(end + _MESSAGE_LINES, len(lines))
+    while end < stop and lines[end].strip() and not _LOG_RECORD.match(lines[end]):
+        end += 1  # the exception and its message (a message may run over several lines)
+    return "\n".join(lines[first:end])

@@ -33,6 +33,14 @@ def count(events: list[object], kind: type) -> int:
     return sum(isinstance(e, kind) for e in events)
 
 
+def logs_of(procs: list[FleetProcess]) -> str:
+    """What each dispatcher process logged last: its last traceback whole, else its log's tail."""
+    return "\n\n".join(
+        f"--- dispatcher {i} ({p.log_path}):\n{p.last_traceback() or p.tail()}"
+        for i, p in enumerate(procs, start=1)
+    )
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
     tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
@@ -70,7 +78,7 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             # Generous: a fresh clone's first child process compiles every module first.
             await eventually(in_round_1, timeout=120)
         except AssertionError:
-            msg = f"round 1 never started; dispatcher log:\n{procs[-1].tail()}"
+            msg = f"round 1 never started; dispatcher logs:\n{logs_of(procs)}"
             raise AssertionError(msg) from None
         procs[-1].kill()
         finished = [count(await events(i), Deliberation.Completed) for i in ids]
@@ -84,13 +92,17 @@ async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
             return all([(await store.get(i)).is_terminal for i in ids])
 
         try:
-            await eventually(all_terminal, timeout=90)
+            await eventually(
+                all_terminal, timeout=90, what=lambda: f"not all terminal:\n{logs_of(procs)}"
+            )
         finally:
             for p in procs:
                 p.stop()
     for d_id in ids:
         d = await store.get(d_id)
-        assert d.status.value == "COMPLETED", (d.status, d.reason, procs[-1].tail())
+        if d.status.value != "COMPLETED":
+            # pytest.fail keeps the message whole (an assertion's repr is cut in the middle).
+            pytest.fail(f"{d_id} ended {d.status.value}: {d.reason}\n\n{logs_of(procs)}")
         evs = await events(d_id)
         answers = collections.Counter(
             (e.agent_id, e.round)  # type: ignore[attr-defined]

