@@ -61,6 +61,7 @@ class ForkServer:
         self._control = control
         self._runs = 0
         self._usable = True
+        self._closed = False
 
     @classmethod
     def start(
@@ -233,7 +234,12 @@ class ForkServer:
         return self._receive_now()
 
     def close(self) -> None:
-        """Kill the sandbox (server and anything left in it) and reap it."""
+        """Kill the sandbox (server and anything left in it) and reap it. Idempotent: once
+        reaped, its process group id may belong to another process, which a second
+        ``killpg`` would kill."""
+        if self._closed:
+            return
+        self._closed = True
         self._usable = False
         with contextlib.suppress(OSError):
             self._control.close()
