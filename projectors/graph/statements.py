@@ -539,13 +539,14 @@ def _(e: Deliberation.ProposalReceived, base: _Base) -> list[Statement]:
 
 
 def _proposal(cypher: str, params: CypherParams, d_id: str, agent_id: str) -> list[Statement]:
+    """The proposal's node, then its two links. The links' row holds the keys alone: with the
+    whole proposal it was packed, sent and compared (SAME rows are deduplicated) three times."""
     props = _props(d_id, agent_id)
+    link = {"id": d_id, "proposal_id": params["proposal_id"], "agent_id": agent_id}
     return [
         _row(cypher, params, node="proposal_id", writes=(props,)),
-        _row(_HAS_PROPOSAL, params, node="proposal_id", reads=(_d(d_id), props), policy=SAME),
-        _row(
-            _PROPOSED, params, node="proposal_id", reads=(_agent_key(agent_id), props), policy=SAME
-        ),
+        _row(_HAS_PROPOSAL, link, node="proposal_id", reads=(_d(d_id), props), policy=SAME),
+        _row(_PROPOSED, link, node="proposal_id", reads=(_agent_key(agent_id), props), policy=SAME),
     ]
 
 
