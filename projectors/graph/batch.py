@@ -28,7 +28,7 @@ graph: each execution has a fixed cost there. Pure; no I/O.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from application.ports import CypherParams
@@ -106,18 +106,6 @@ class Layers:
     statement at most. ``layers[k]`` maps a statement's index in the vocabulary to its rows."""
 
     layers: list[dict[int, list[CypherParams]]]
-
-    @property
-    def rows(self) -> int:
-        return sum(len(rows) for layer in self.layers for rows in layer.values())
-
-    def executions(self, vocabulary: Sequence[str]) -> list[Execution]:
-        """The same plan as one execution per statement and layer, in order."""
-        return [
-            Execution(vocabulary[i], rows)
-            for layer in self.layers
-            for i, rows in sorted(layer.items())
-        ]
 
 
 def plan_layers(statements: Iterable[Statement], vocabulary: Mapping[str, int]) -> Layers:
