@@ -20,8 +20,6 @@ Thread-safety: the driver is thread-safe; each call opens its own session.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session, unit_of_work
 from neo4j.exceptions import ClientError
 
@@ -131,7 +129,6 @@ def _apply_tx(
     batch: Batch,
     base: int | None = None,
     fence: Fence | None = None,
-    planned: Layers | None = None,
 ) -> int:
     """The write transaction: lock and check the position (and epoch), run the statements of
     the events past it, move it. Idempotent, as a retried transaction function must be.
@@ -139,18 +136,13 @@ def _apply_tx(
     A batch is three round trips (the lock, one query per layer, the position; a batch is one
     layer unless a row must follow one of a statement listed after its own) instead of one per
     statement: each costs driver and Bolt time besides the server's work, which made the
-    ~20 of them most of a live commit (docs/benchmarks.md).
-
-    ``planned``: the layers of the whole of ``batch``, worked out ahead (``prepare``); used when
-    all of it is past the stored position, as it is whenever ``base`` is given and checked."""
+    ~20 of them most of a live commit (docs/benchmarks.md)."""
     stored = _locked(tx, name)
     stored.check(name, base=base, fence=fence)
     fresh = [(p, ss) for p, ss in batch if p > stored.position]
     if not fresh:
         return 0
-    if planned is None or len(fresh) < len(batch):
-        planned = plan_layers((s for _, ss in fresh for s in ss), _INDEX)
-    _run_layers(tx, planned)
+    _run_layers(tx, plan_layers((s for _, ss in fresh for s in ss), _INDEX))
     lease = now_ms() + fence.lease_ms if fence else stored.lease_until
     tx.run(WRITE_POSITION, name=name, position=fresh[-1][0], lease_until=lease).consume()
     return len(fresh)
@@ -273,22 +265,6 @@ class Neo4jGraph(DecisionGraph):
             return 0
         with self._session() as session:
             return session.execute_write(_apply_tx, name, list(batch), base, fence)
-
-    def prepare(
-        self, name: str, batch: Batch, *, base: int, fence: Fence | None = None
-    ) -> Callable[[], int]:
-        """The batch's layers now (the planner is pure, and in the transaction it would hold
-        the write up on the client), its transaction when called."""
-        batch = [(p, ss) for p, ss in batch if p > base]
-        planned = plan_layers((s for _, ss in batch for s in ss), _INDEX)
-
-        def write() -> int:
-            if not batch:
-                return 0
-            with self._session() as session:
-                return session.execute_write(_apply_tx, name, batch, base, fence, planned)
-
-        return write
 
     def reset(self, name: str) -> None:
         with self._session() as session:

@@ -12,7 +12,7 @@ that the stored position is still that one (``PositionMovedError`` otherwise).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from application.ports import CypherParams, CypherRow
@@ -107,18 +107,6 @@ class DecisionGraph(ABC):
             ProjectionFencedError: ``fence`` is not the stored epoch.
             PositionMovedError: ``base`` is given and is not the stored position.
         """
-
-    def prepare(
-        self, name: str, batch: Batch, *, base: int, fence: Fence | None = None
-    ) -> Callable[[], int]:
-        """``apply_batch(name, batch, base=base, fence=fence)`` as a call, with what the engine
-        can work out before the transaction done now, in the caller's thread (the projection
-        runner stages a batch while the one before it commits). By default, nothing ahead."""
-
-        def write() -> int:
-            return self.apply_batch(name, batch, base=base, fence=fence)
-
-        return write
 
     def apply(self, name: str, position: int, statements: Sequence[Statement]) -> bool:
         """Run ``statements`` and store ``position`` in one transaction.

@@ -67,4 +67,9 @@ class GraphProjection:
         """The events' statements now, the transaction when called (``StagedProjection``):
         translating events is much of a catch-up's CPU, done while the batch before commits."""
         batch = [(p, statements_for(e, p)) for e, p in items if p > base]
-        return self.graph.prepare(self.name, batch, base=base, fence=fence)
+        graph, name = self.graph, self.name
+
+        def write() -> int:
+            return graph.apply_batch(name, batch, base=base, fence=fence)
+
+        return write

@@ -76,23 +76,6 @@ def test_a_row_that_must_follow_a_later_statement_takes_a_second_layer_query() -
     assert layers[1][_SLOT] == [{"id": "a"}]
 
 
-def test_layers_planned_ahead_are_written_and_replanned_only_for_part_of_a_batch() -> None:
-    """``prepare`` plans a batch before its transaction; the transaction runs that plan when the
-    whole batch is past the stored position, and plans again what is left when it is not."""
-    from projectors.graph.batch import plan_layers
-    from projectors.graph.neo4j import _INDEX
-
-    a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
-    batch = [(5, [a]), (6, [b])]
-    ahead = plan_layers([a], _INDEX)  # a stand-in plan: what ran shows which was used
-    tx = FakeTransaction(position=4)
-    assert _apply_tx(tx, "graph", batch, None, None, ahead) == 2  # type: ignore[arg-type]
-    assert [p["b"][_SLOT] for c, p in tx.ran if c == LAYER_QUERY] == [[{"id": "a"}]]
-    tx = FakeTransaction(position=5)  # the first event is in: the plan ahead no longer fits
-    assert _apply_tx(tx, "graph", batch, None, None, ahead) == 1  # type: ignore[arg-type]
-    assert [p["b"][_SLOT] for c, p in tx.ran if c == LAYER_QUERY] == [[{"id": "b"}]]
-
-
 @pytest.mark.parametrize("stored", [5, 9])
 def test_apply_rejects_a_passed_position(stored: int) -> None:
     tx = FakeTransaction(position=stored)
