@@ -102,11 +102,11 @@ class Deliberation(Aggregate):
     snapshots upcast."""
 
     @staticmethod
-    def upcast_v1_v2(state: dict[str, Any]) -> None:
+    def upcast_v1_v2(state: dict[str, object]) -> None:
         state["trace_context"] = ""
 
     @staticmethod
-    def upcast_v2_v3(state: dict[str, Any]) -> None:
+    def upcast_v2_v3(state: dict[str, object]) -> None:
         state["seats"] = {}
         state["council_version"] = 0
 
@@ -178,11 +178,11 @@ class Deliberation(Aggregate):
         peer_review: bool
 
         @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
+        def upcast_v1_v2(state: dict[str, object]) -> None:
             state.update(trace_context="")
 
         @staticmethod
-        def upcast_v2_v3(state: dict[str, Any]) -> None:
+        def upcast_v2_v3(state: dict[str, object]) -> None:
             state.update(peer_review=True)
 
     class Started(Event):
@@ -202,7 +202,7 @@ class Deliberation(Aggregate):
         council_version: int
 
         @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
+        def upcast_v1_v2(state: dict[str, object]) -> None:
             state.update(seats={}, council_version=0)
 
     class ProposalReceived(Event):
@@ -235,15 +235,15 @@ class Deliberation(Aggregate):
         attempts: int
 
         @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
+        def upcast_v1_v2(state: dict[str, object]) -> None:
             state.update(prompt_tokens=0, temperature=None, seed=None, persona="")
 
         @staticmethod
-        def upcast_v2_v3(state: dict[str, Any]) -> None:
+        def upcast_v2_v3(state: dict[str, object]) -> None:
             state.update(thinking_retried=False)
 
         @staticmethod
-        def upcast_v3_v4(state: dict[str, Any]) -> None:
+        def upcast_v3_v4(state: dict[str, object]) -> None:
             state.update(prompt=[], attempts=0)
 
         def apply(self, aggregate: Any) -> None:
@@ -334,7 +334,7 @@ class Deliberation(Aggregate):
         context_options: dict[str, Any]
 
         @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
+        def upcast_v1_v2(state: dict[str, object]) -> None:
             state.update(context_options={})
 
     class ArchitectSelected(Event):

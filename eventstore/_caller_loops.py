@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from eventsourcing.persistence import ProgrammingError
 
@@ -58,8 +58,8 @@ class CallerLoops(Generic[R]):
 
     def __init__(
         self,
-        setup: Callable[[], Coroutine[Any, Any, R]],
-        teardown: Callable[[R], Coroutine[Any, Any, None]],
+        setup: Callable[[], Coroutine[object, object, R]],
+        teardown: Callable[[R], Coroutine[object, object, None]],
         *,
         max_threads: int = 64,
         max_idle_s: float = 60.0,
@@ -80,7 +80,7 @@ class CallerLoops(Generic[R]):
             return False
         return getattr(self._local, "own", None) is not None or len(self._all) < self._max_threads
 
-    def run(self, op: Callable[[R], Coroutine[Any, Any, T]], *, timeout: float) -> T:
+    def run(self, op: Callable[[R], Coroutine[object, object, T]], *, timeout: float) -> T:
         """Run ``op(resource)`` on the calling thread's own loop (made on first use).
 
         Raises:

@@ -44,7 +44,7 @@ class _Crossing(Generic[T]):
 
     __slots__ = ("coro", "task")
 
-    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+    def __init__(self, coro: Coroutine[object, object, T]) -> None:
         self.coro = coro
         self.task: asyncio.Task[None] | None = None
 
@@ -89,7 +89,7 @@ class _Call(_Crossing[T]):
 
     __slots__ = ("done", "error", "given_up", "result")
 
-    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+    def __init__(self, coro: Coroutine[object, object, T]) -> None:
         super().__init__(coro)
         self.done = threading.Lock()
         self.done.acquire()
@@ -116,7 +116,9 @@ class _AsyncCall(_Crossing[T]):
 
     __slots__ = ("caller", "future")
 
-    def __init__(self, coro: Coroutine[Any, Any, T], caller: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, coro: Coroutine[object, object, T], caller: asyncio.AbstractEventLoop
+    ) -> None:
         super().__init__(coro)
         self.caller = caller
         self.future: asyncio.Future[T] = caller.create_future()
@@ -180,7 +182,7 @@ class LoopThread:
                 call.fail(ProgrammingError("LoopThread closed while the operation was running"))
             self._loop.close()
 
-    def run(self, coro: Coroutine[Any, Any, T], *, timeout: float | None) -> T:
+    def run(self, coro: Coroutine[object, object, T], *, timeout: float | None) -> T:
         """Run ``coro`` on the loop and block the calling thread until it finishes.
 
         Raises:
@@ -204,7 +206,7 @@ class LoopThread:
         finally:
             self._calls.discard(call)
 
-    async def run_async(self, coro: Coroutine[Any, Any, T], *, timeout: float | None) -> T:
+    async def run_async(self, coro: Coroutine[object, object, T], *, timeout: float | None) -> T:
         """Run ``coro`` on this loop and await it from the caller's (another) running loop.
 
         Raises:
@@ -271,7 +273,7 @@ class LoopThread:
         except RuntimeError:
             pass  # closed: nothing runs any more
 
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
+    def submit(self, coro: Coroutine[object, object, object]) -> None:
         """Start ``coro`` on the loop from any thread and do not wait for it (clean-up work)."""
         if self._closed:
             coro.close()

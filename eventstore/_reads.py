@@ -329,7 +329,7 @@ class Reads:
 
     async def consume(
         self, subject: str, start: int, on_msg: Callable[[Row], None]
-    ) -> Callable[[], Coroutine[Any, Any, None]]:
+    ) -> Callable[[], Coroutine[object, object, None]]:
         """Ordered consumer on ``subject`` from sequence ``start``; returns its unsubscribe.
 
         An ordered consumer sees only stored (and, for batches, committed) messages, in stream

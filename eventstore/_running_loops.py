@@ -13,7 +13,7 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 R = TypeVar("R")
 
@@ -36,8 +36,8 @@ class RunningLoops(Generic[R]):
 
     def __init__(
         self,
-        setup: Callable[[], Coroutine[Any, Any, R]],
-        teardown: Callable[[R], Coroutine[Any, Any, None]],
+        setup: Callable[[], Coroutine[object, object, R]],
+        teardown: Callable[[R], Coroutine[object, object, None]],
         *,
         max_loops: int = 16,
     ) -> None:

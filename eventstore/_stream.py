@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
@@ -95,7 +94,7 @@ class JetStreamLog:
 
     async def consume(
         self, subject: str, start: int, on_msg: Callable[[Row], None]
-    ) -> Callable[[], Coroutine[Any, Any, None]]:
+    ) -> Callable[[], Coroutine[object, object, None]]:
         """Ordered consumer on ``subject`` from sequence ``start``; returns its unsubscribe
         (``Reads.consume``)."""
         return await self.reads.consume(subject, start, on_msg)

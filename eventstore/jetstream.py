@@ -121,7 +121,7 @@ class JetStreamConnection:
             else None
         )
 
-    def write(self, op: Callable[[JetStreamLog], Coroutine[Any, Any, T]], where: str) -> T:
+    def write(self, op: Callable[[JetStreamLog], Coroutine[object, object, T]], where: str) -> T:
         """Run a write, ``op(log)``: on the calling thread's own connection when it is the only
         write in flight and the thread may have one (see ``CallerLoops``), else on the loop
         thread. The logs share what they know of each subject, and the server checks every
@@ -163,7 +163,9 @@ class JetStreamConnection:
         except Exception as e:
             raise translate(e, url=self.settings.url, where="connect") from e
 
-    async def awrite(self, op: Callable[[JetStreamLog], Coroutine[Any, Any, T]], where: str) -> T:
+    async def awrite(
+        self, op: Callable[[JetStreamLog], Coroutine[object, object, T]], where: str
+    ) -> T:
         """``write`` for a coroutine: ``op(log)`` on the calling loop's own connection, awaited
         here, no thread involved; crossing into the loop thread only without own connections.
 
@@ -181,7 +183,7 @@ class JetStreamConnection:
         except Exception as e:
             raise translate(e, url=self.settings.url, where=where) from e
 
-    def call(self, coro: Coroutine[Any, Any, T], where: str) -> T:
+    def call(self, coro: Coroutine[object, object, T], where: str) -> T:
         # The inner NATS requests carry their own timeouts; this outer one only bounds a call
         # that retries or reads many batches.
         try:
@@ -191,7 +193,7 @@ class JetStreamConnection:
         except Exception as e:
             raise translate(e, url=self.settings.url, where=where) from e
 
-    async def acall(self, coro: Coroutine[Any, Any, T], where: str) -> T:
+    async def acall(self, coro: Coroutine[object, object, T], where: str) -> T:
         """``call`` for a coroutine on another event loop: awaits instead of blocking a thread."""
         try:
             return await self.loop.run_async(coro, timeout=self.settings.timeout * 10)
@@ -200,7 +202,7 @@ class JetStreamConnection:
         except Exception as e:
             raise translate(e, url=self.settings.url, where=where) from e
 
-    def read(self, coro: Callable[[], Coroutine[Any, Any, T]], where: str) -> T:
+    def read(self, coro: Callable[[], Coroutine[object, object, T]], where: str) -> T:
         """Run a read, retrying while the server is unreachable (reads are idempotent).
 
         Gives up with OperationalError (naming the URL) after about three request timeouts.
@@ -514,7 +516,7 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
 
 
 async def _stopped(
-    stop: Callable[[], Coroutine[Any, Any, None]], crossed: bool, c: JetStreamConnection
+    stop: Callable[[], Coroutine[object, object, None]], crossed: bool, c: JetStreamConnection
 ) -> None:
     """End a consumer of ``subscribe_async``: on the loop thread when it was made there."""
     if crossed:
