@@ -18,9 +18,10 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self, cast
+from uuid import UUID
 
-from eventsourcing.domain import Aggregate, event
+from eventsourcing.domain import Aggregate, BaseAggregate, MutableOrImmutableAggregate, event
 from eventsourcing.domain import Snapshot as BaseSnapshot
 
 from aggregates.errors import (
@@ -116,9 +117,10 @@ class Deliberation(Aggregate):
         snapshot plus the events after it."""
 
         @classmethod
-        def take(cls, aggregate: Any) -> Any:
+        def take(cls, aggregate: MutableOrImmutableAggregate[UUID]) -> Self:
             snapshot = super().take(aggregate)
-            state = _SNAPSHOT_CODEC.encode(snapshot.state)
+            # The state is a dict, and the codec encodes a dict as a dict.
+            state = cast(dict[str, object], _SNAPSHOT_CODEC.encode(snapshot.state))
             return cls(
                 originator_id=snapshot.originator_id,
                 originator_version=snapshot.originator_version,
@@ -127,13 +129,13 @@ class Deliberation(Aggregate):
                 state=state,
             )
 
-        def mutate(self, _: None) -> Any:
+        def mutate(self, _: None) -> BaseAggregate[UUID]:
             decoded = BaseSnapshot(
                 originator_id=self.originator_id,
                 originator_version=self.originator_version,
                 timestamp=self.timestamp,
                 topic=self.topic,
-                state=_SNAPSHOT_CODEC.decode(self.state),
+                state=cast(dict[str, object], _SNAPSHOT_CODEC.decode(self.state)),
             )
             return decoded.mutate(None)
 
@@ -144,6 +146,8 @@ class Deliberation(Aggregate):
         would record the previous event's time.
         """
 
+        # Any, as eventsourcing's own mutate (generic over the aggregate) would not let an
+        # override name this aggregate's class.
         def mutate(self, aggregate: Any) -> Any:
             if aggregate is not None:
                 aggregate.event_time = self.timestamp
@@ -246,7 +250,7 @@ class Deliberation(Aggregate):
         def upcast_v3_v4(state: dict[str, object]) -> None:
             state.update(prompt=[], attempts=0)
 
-        def apply(self, aggregate: Any) -> None:
+        def apply(self, aggregate: Deliberation) -> None:
             # A plain apply rather than an @event mutator: eventsourcing re-creates decorated
             # event classes, which would cut ProposalRevised off from this class, and readers
             # that fold ProposalReceived must see revisions as proposals too.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from enum import Enum
-from typing import Any
 
 _TYPE = "__t"
 
@@ -21,7 +20,7 @@ class SnapshotCodec:
     def __init__(self, *types: type) -> None:
         self._types = {t.__name__: t for t in types}
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> object:
         if isinstance(value, Enum):
             return {_TYPE: type(value).__name__, "v": value.value}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -40,7 +39,7 @@ class SnapshotCodec:
             return {_TYPE: "map", "i": items}
         return value  # str, int, float, bool, None, datetime, UUID: the transcoder's own
 
-    def decode(self, value: Any) -> Any:
+    def decode(self, value: object) -> object:
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if not isinstance(value, dict):
@@ -60,5 +59,5 @@ class SnapshotCodec:
         return cls(**{k: self.decode(v) for k, v in value["f"].items()})
 
     @staticmethod
-    def _key(key: Any) -> Any:
+    def _key(key: object) -> object:
         return tuple(key) if isinstance(key, list) else key
