@@ -90,7 +90,7 @@ class Reads:
             self._positions.remember_row(subject, found)
         return found
 
-    def _request(self, body: dict[str, Any]) -> bytes:
+    def _request(self, body: dict[str, object]) -> bytes:
         if self._settings.replicas > 1 and self._positions.high_water:
             body["min_last_seq"] = self._positions.high_water
         return json.dumps(body).encode()
@@ -103,7 +103,7 @@ class Reads:
         """
         return await self._get_one({"last_by_subj": subject}, subject)
 
-    async def _get_one(self, body: dict[str, Any], subject: str) -> Row | None:
+    async def _get_one(self, body: dict[str, object], subject: str) -> Row | None:
         """One message by a direct get ``body`` (the stream leader's with replicas > 1)."""
         if self.leader_reads:
             return await self.leader_get(body)
@@ -355,7 +355,7 @@ class Reads:
         )
         return sub.unsubscribe
 
-    async def leader_get(self, body: dict[str, Any]) -> Row | None:
+    async def leader_get(self, body: dict[str, object]) -> Row | None:
         """One message through the stream leader's ``STREAM.MSG.GET`` (consistent at any R)."""
         s = self._settings
         loop = asyncio.get_running_loop()

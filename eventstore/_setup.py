@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from eventsourcing.persistence import DatabaseError, NotSupportedError, OperationalError
 from nats.aio.client import Client as NATS
@@ -118,7 +118,7 @@ async def ensure_stream(nc: NATS, settings: StreamSettings) -> StreamSettings:
     return await _converge_replicas(jsm, info.config, s)
 
 
-def _value(x: Any) -> Any:
+def _value(x: object) -> object:
     """An enum's wire value (``file``, ``workqueue``), or the value itself."""
     return getattr(x, "value", x)
 

@@ -265,7 +265,9 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         self.kind = kind
 
     def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+        self,
+        stored_events: Sequence[StoredEvent],
+        **kwargs: Any,  # eventsourcing's signature
     ) -> Sequence[int] | None:
         self._insert(stored_events, kwargs.get("tracking"))
         return None
@@ -407,7 +409,9 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         self.events_subject = f"{connection.settings.prefix}.{_EVENTS}.>"
 
     def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+        self,
+        stored_events: Sequence[StoredEvent],
+        **kwargs: Any,  # eventsourcing's signature
     ) -> Sequence[int] | None:
         return self._insert(stored_events, kwargs.get("tracking"))
 
