@@ -148,7 +148,7 @@ class Council(Aggregate):
         """Base of the council's events: mutators can read the time of the event applied (the
         library sets ``modified_on`` only after a mutator has run)."""
 
-        # Any, as eventsourcing's own mutate (generic over the aggregate) would not let an
+        # Typed loosely: eventsourcing's own mutate (generic over the aggregate) would not let an
         # override name this aggregate's class.
         def mutate(self, aggregate: Any) -> Any:
             if aggregate is not None:

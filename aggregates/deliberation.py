@@ -146,7 +146,7 @@ class Deliberation(Aggregate):
         would record the previous event's time.
         """
 
-        # Any, as eventsourcing's own mutate (generic over the aggregate) would not let an
+        # Typed loosely: eventsourcing's own mutate (generic over the aggregate) would not let an
         # override name this aggregate's class.
         def mutate(self, aggregate: Any) -> Any:
             if aggregate is not None:
