@@ -199,9 +199,10 @@ class FleetClient:
         return resp
 
     async def query(
-        self, cypher: str, params: Mapping[str, Any] | None = None, limit: int = 0
+        self, cypher: str, params: Mapping[str, object] | None = None, limit: int = 0
     ) -> tuple[builtins.list[str], builtins.list[dict[str, Any]], bool]:
-        # ``builtins``: this class has a method named ``list``.
+        # ``builtins``: this class has a method named ``list``. Rows are Cypher results decoded
+        # from JSON: their values' types are the query's, not known here.
         req = pb.QueryHistoryRequest(
             cypher=cypher,
             params_json={k: json.dumps(v) for k, v in (params or {}).items()},

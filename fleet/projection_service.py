@@ -117,7 +117,7 @@ class ProjectionService:
         self._projections = projections
         self._sub: Subscription | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._handlers: Mapping[str, Callable[[Mapping[str, Any]], Awaitable[Any]]] = {
+        self._handlers: Mapping[str, Callable[[Mapping[str, object]], Awaitable[object]]] = {
             "query": self._query,
             "status": self._status,
             "rebuild": self._rebuild,
@@ -147,7 +147,7 @@ class ProjectionService:
 
     async def _answer(self, msg: Msg) -> None:
         op = msg.subject.rsplit(".", 1)[-1]
-        payload: dict[str, Any]
+        payload: dict[str, object]
         try:
             handler = self._handlers.get(op)
             if handler is None:
@@ -171,7 +171,7 @@ class ProjectionService:
         for i, part in enumerate(parts, start=1):
             await self._nc.publish(inbox, part, headers={PART_HEADER: f"{i}/{len(parts)}"})
 
-    async def _query(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    async def _query(self, body: Mapping[str, object]) -> list[dict[str, Any]]:
         cypher, params = body.get("cypher"), body.get("params") or {}
         limit, timeout_s = body.get("limit", DEFAULT_LIMIT), body.get("timeout_s")
         if not isinstance(cypher, str) or not isinstance(params, dict):
@@ -182,14 +182,14 @@ class ProjectionService:
             self._graph.query, cypher, params, limit, timeout_s=timeout_s
         )
 
-    async def _status(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def _status(self, body: Mapping[str, object]) -> dict[str, object]:
         head, rows = await asyncio.to_thread(self._projections.status)
         return {"head": head, "projections": [asdict(r) for r in rows]}
 
-    async def _rebuild(self, body: Mapping[str, Any]) -> int:
+    async def _rebuild(self, body: Mapping[str, object]) -> int:
         return await asyncio.to_thread(self._projections.rebuild, str(body.get("name", "")))
 
-    async def _verify(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def _verify(self, body: Mapping[str, object]) -> dict[str, object]:
         return asdict(await asyncio.to_thread(self._projections.verify))
 
 
@@ -203,8 +203,9 @@ class ProjectionRequester:
         self._nc = nc
         self._stream = stream
 
-    async def request(self, op: str, body: Mapping[str, Any], *, timeout: float) -> Any:
-        """The ``ok`` part of the reply to ``op``.
+    async def request(self, op: str, body: Mapping[str, object], *, timeout: float) -> Any:
+        """The ``ok`` part of the reply to ``op``: JSON of that op's own shape, which its caller
+        reads (hence ``Any``).
 
         Raises:
             ServiceUnavailableError: no node serves this stream's projections, or none answered
@@ -264,7 +265,7 @@ class RemoteGraph:
     async def query(
         self,
         cypher: str,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, object] | None = None,
         limit: int = DEFAULT_LIMIT,
         *,
         timeout_s: float | None = None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -144,9 +143,9 @@ def pass_matrix(r: pb.GetDeliberationResultResponse) -> Table | None:
     return t
 
 
-def _content(text: str) -> Any:
+def _content(text: str) -> Group | Text:
     """Show code blocks highlighted, prose as prose."""
-    pieces: list[Any] = []
+    pieces: list[Syntax | Text] = []
     chunks = text.split("```")
     for i, chunk in enumerate(chunks):
         if i % 2 == 1:
@@ -173,7 +172,7 @@ def timeline(console: Console, entries: Sequence[TimelineEntry], *, title: str) 
 
 
 def rows(
-    console: Console, columns: list[str], data: list[dict[str, Any]], *, title: str = ""
+    console: Console, columns: list[str], data: Sequence[Mapping[str, object]], *, title: str = ""
 ) -> None:
     t = Table(title=title or None)
     for c in columns:
@@ -183,7 +182,7 @@ def rows(
     console.print(t)
 
 
-def _cell(v: Any) -> Text:
+def _cell(v: object) -> Text:
     """A query value as plain text: never read as rich markup (``list[int]``, ``[w:WON_BY]``)."""
     if isinstance(v, str):
         return Text(v if len(v) <= 80 else v[:79] + "…")
@@ -216,7 +215,7 @@ class LiveProgress:
                 keyword, detail = ("winner" if keyword == "COMPLETED" else keyword), prev[1]
             self.agents[u.current_agent] = (keyword, detail.strip())
 
-    def __rich__(self) -> Any:
+    def __rich__(self) -> Group:
         head = Text.assemble(
             ("task ", "dim"), (self.task_id, "bold"), ("  ", ""),
             (self.status, _PHASE_STYLE.get(self.status, "")), ("  ", ""),

@@ -27,7 +27,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -118,9 +117,9 @@ def configure_tracing(endpoint: str | None, service_name: str) -> Callable[[], N
         return None
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-    exporter: Any
+    exporter: SpanExporter
     try:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

@@ -115,7 +115,7 @@ def _text(content: object) -> str:
     return ""
 
 
-def render_base_prompt(messages: Sequence[Mapping[str, Any]]) -> BasePrompt:
+def render_base_prompt(messages: Sequence[Mapping[str, object]]) -> BasePrompt:
     """Render a chat as a completion prompt for a base model.
 
     Args:
@@ -170,7 +170,7 @@ def _stops(requested: object) -> list[str]:
     raise BadChatRequest("stop must be a string or a list of strings")
 
 
-def completion_request(chat: Mapping[str, Any]) -> dict[str, Any]:
+def completion_request(chat: Mapping[str, object]) -> dict[str, object]:
     """The llama.cpp completion request that answers an OpenAI chat request.
 
     Raises:
@@ -196,8 +196,11 @@ def completion_request(chat: Mapping[str, Any]) -> dict[str, Any]:
     return request
 
 
-def chat_response(completion: Mapping[str, Any], model: str) -> dict[str, Any]:
-    """The OpenAI chat completion for llama.cpp's answer to ``completion_request``."""
+def chat_response(completion: Mapping[str, Any], model: str) -> dict[str, object]:
+    """The OpenAI chat completion for llama.cpp's answer to ``completion_request``.
+
+    ``completion`` is ``Engine.handle_completions``'s answer, hence ``Any`` (xllamacpp is untyped).
+    """
     choices = [
         {
             "index": c.get("index", i),
@@ -216,19 +219,20 @@ def chat_response(completion: Mapping[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def models_response(model: str) -> dict[str, Any]:
+def models_response(model: str) -> dict[str, object]:
     """``GET /v1/models``: the one model this server serves, under the alias clients send."""
     entry = {"id": model, "object": "model", "created": 0, "owned_by": "fleet"}
     return {"object": "list", "data": [entry]}
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> dict[str, object]:
     return {"error": {"code": status, "message": message, "type": kind}}
 
 
 class Engine(Protocol):
     """What the front needs of ``xllamacpp.Server``."""
 
+    # Any: xllamacpp ships no types; its request and answer are llama.cpp's JSON, any shape
     def handle_completions(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
 
@@ -283,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(HTTPStatus.OK, chat_response(answer, self.server.model))
 
-    def _send(self, status: int, body: Mapping[str, Any]) -> None:
+    def _send(self, status: int, body: Mapping[str, object]) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -291,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: one line per request would drown llama.cpp's own log."""
 
 

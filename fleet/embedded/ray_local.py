@@ -60,7 +60,7 @@ def connect_ray(
     *,
     num_cpus: int | None = None,
     object_store_bytes: int = 256 * 1024 * 1024,
-    runtime_env: dict[str, Any] | None = None,
+    runtime_env: dict[str, Any] | None = None,  # Any: ray.init's own runtime_env type
 ) -> RayConnection:
     """``ray.init`` unless this process already did; ``started`` says whether this call did.
 
@@ -97,6 +97,7 @@ def connect_ray(
     return {"address": _gcs_address(ctx), "started": True, "temp_dir": str(temp_dir)}
 
 
+# Any: ray.init's runtime_env type, and its result read as a client context (see _gcs_address)
 def _connect_client(address: str, runtime_env: dict[str, Any] | None) -> Any:
     """``ray.init`` as a Ray client, again after a failed start of the connection's server.
 

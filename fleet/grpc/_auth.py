@@ -20,7 +20,6 @@ import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -51,12 +50,12 @@ def refusing(
     dropped connection, whatever the method's streaming shape.
     """
 
-    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    async def unary(request: object, context: grpc.aio.ServicerContext[object, object]) -> None:
         await context.abort(code, message)
 
     async def stream(
-        request: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[Any]:
+        request: object, context: grpc.aio.ServicerContext[object, object]
+    ) -> AsyncIterator[None]:
         await context.abort(code, message)
         yield  # pragma: no cover - abort raises
 

@@ -6,7 +6,6 @@ import json
 import re
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 from agent_runtime.checks.qa_run import REFERENCE_KEY
 from aggregates import (
@@ -184,8 +183,8 @@ def history_response(task: str, h: History) -> pb.GetDeliberationHistoryResponse
     )
 
 
-def query_params(params_json: dict[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def query_params(params_json: dict[str, str]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for name, raw in params_json.items():
         try:
             out[name] = json.loads(raw)

@@ -9,7 +9,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from aggregates import Deliberation, InvalidDeliberationError, Role
 from application.councils import CouncilView
@@ -168,7 +167,7 @@ def new_orchestration(
     return d
 
 
-def context_options(request: pb.OrchestrateRequest) -> dict[str, Any]:
+def context_options(request: pb.OrchestrateRequest) -> dict[str, object]:
     """Orchestrate's ``context_options`` as recorded ({} when not given).
 
     Raises:

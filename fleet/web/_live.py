@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
+from uuid import UUID
 
 from aiohttp import web
 
@@ -24,10 +25,15 @@ from application.watch import WatchHub, WatchUnavailableError
 from fleet.web._present import JsonObject, event_json
 from fleet.web._security import HEADERS
 
+if TYPE_CHECKING:
+    from application.ports import FleetEvent
+
 KEEPALIVE_S = 15.0
 
+_T = TypeVar("_T")
 
-def feed_json(event: Any) -> JsonObject:
+
+def feed_json(event: FleetEvent) -> JsonObject:
     """A domain event for the browser: its timeline entry and which deliberation it is of."""
     out = event_json(entry(event))
     out["deliberation_id"] = str(getattr(event, "originator_id", ""))
@@ -49,10 +55,10 @@ async def _send(response: web.StreamResponse, data: JsonObject | None) -> None:
     await response.write(line.encode())
 
 
-async def _with_keepalive(source: AsyncIterator[Any]) -> AsyncGenerator[Any | None, None]:
+async def _with_keepalive(source: AsyncIterator[_T]) -> AsyncGenerator[_T | None, None]:
     """``source``'s items, and None whenever ``KEEPALIVE_S`` passes without one."""
     it = aiter(source)
-    pending: asyncio.Task[Any] | None = None
+    pending: asyncio.Task[_T] | None = None
     try:
         while True:
             if pending is None:
@@ -78,7 +84,7 @@ async def stream_all(request: web.Request, hub: WatchHub) -> web.StreamResponse:
     """Every event the node routes, from now on."""
     response = await _open(request)
 
-    async def events() -> AsyncIterator[Any]:
+    async def events() -> AsyncIterator[object]:  # the hub's events, then its close marker
         async with hub.subscribe(None) as q:
             while True:
                 yield await q.get()
@@ -90,11 +96,11 @@ async def stream_all(request: web.Request, hub: WatchHub) -> web.StreamResponse:
             async for e in items:
                 if e is not None and not hasattr(e, "originator_id"):
                     break  # the hub closed (the node is stopping)
-                await _send(response, None if e is None else feed_json(e))
+                await _send(response, None if e is None else feed_json(cast("FleetEvent", e)))
     return response
 
 
-async def stream_one(request: web.Request, hub: WatchHub, d_id: Any) -> web.StreamResponse:
+async def stream_one(request: web.Request, hub: WatchHub, d_id: UUID) -> web.StreamResponse:
     """One deliberation's events, stored then live, ending with its terminal event."""
     response = await _open(request)
     async with contextlib.aclosing(_with_keepalive(hub.watch(d_id))) as items:

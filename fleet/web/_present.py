@@ -16,10 +16,13 @@ import dataclasses
 import difflib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from application.listing import Summary
 from application.timeline import History, TimelineEntry
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 JsonObject = dict[str, Any]
 
@@ -291,20 +294,23 @@ def architect(entries: Sequence[TimelineEntry]) -> JsonObject | None:
     return found
 
 
-def plain_dataclass(value: Any) -> JsonObject:
+def plain_dataclass(value: DataclassInstance) -> JsonObject:
     """A read model's frozen dataclass (a council, say) as JSON data, whatever fields it has."""
     out = _plain(dataclasses.asdict(value))
     assert isinstance(out, dict)
     return out
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> object:
     """``value`` with only JSON types in it (see ``_plain``)."""
     return _plain(value)
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with only JSON types in it (times as ISO text, anything else as its str)."""
+def _plain(value: object) -> Any:
+    """``value`` with only JSON types in it (times as ISO text, anything else as its str).
+
+    Returns ``Any``: the JSON mirrors ``value``'s shape, and callers read it as what they passed.
+    """
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -4,6 +4,7 @@ JSON bodies, each refused with a 400 that names the bad part, before any service
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from aggregates import DeliberationStatus, InvalidDeliberationError
 from application.listing import MAX_PAGE_SIZE, ListFilter
 
 
-def list_filter(q: Any) -> ListFilter:
+def list_filter(q: Mapping[str, object]) -> ListFilter:
     """``fleet list``'s filters from query parameters; a bad one names itself."""
     status = str(q.get("status", "")).upper()
     if status and status not in DeliberationStatus.__members__:
@@ -34,7 +35,7 @@ def list_filter(q: Any) -> ListFilter:
     return f
 
 
-def _when(q: Any, name: str) -> datetime | None:
+def _when(q: Mapping[str, object], name: str) -> datetime | None:
     raw = str(q.get(name, "")).strip()
     if not raw:
         return None
@@ -45,9 +46,11 @@ def _when(q: Any, name: str) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def int_param(source: Any, name: str, default: int) -> int:
+def int_param(source: Mapping[str, object], name: str, default: int) -> int:
     raw = source.get(name, default)
     try:
+        if not isinstance(raw, str | int | float):  # JSON's null, lists and objects
+            raise TypeError(raw)
         value = int(raw)
     except (TypeError, ValueError):
         raise web.HTTPBadRequest(

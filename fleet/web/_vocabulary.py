@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 from projectors.graph.ladybug import SCHEMA
 
@@ -35,10 +34,10 @@ def _properties(body: str) -> list[str]:
 
 
 @functools.cache
-def vocabulary() -> dict[str, Any]:
+def vocabulary() -> dict[str, object]:
     """``{"labels": [{name, properties}], "relationships": [{name, from, to, properties}]}``."""
     labels: dict[str, list[str]] = {}
-    rels: list[dict[str, Any]] = []
+    rels: list[dict[str, str | list[str]]] = []
     for statement in SCHEMA:
         if m := _NODE.match(statement.strip()):
             labels[m[1]] = _properties(m[2])

@@ -15,16 +15,19 @@ from __future__ import annotations
 import json
 import logging
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
 
 from aggregates import InvalidDeliberationError, deliberation_id
 from application.errors import NotFoundError
 from application.ports import CouncilDirectory
 from application.rows import as_int
+from fleet.grpc._errors import Ctx
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -34,6 +37,8 @@ from fleet.web._requests import int_param, json_body, list_filter
 from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
+
+_Q = TypeVar("_Q", bound=Message)
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_PORT = 8470
@@ -336,7 +341,7 @@ class WebConsole:
             return error(400, str(e))
         return await _live.stream_one(request, self.services.watch, d_id)
 
-    async def _rpc(self, method: Any, req: Any) -> web.Response:
+    async def _rpc(self, method: Callable[[_Q, Ctx], Awaitable[Message]], req: _Q) -> web.Response:
         try:
             response = await call(method, req)
         except WebRefused as e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +23,9 @@ from fleet.cli._common import (
     console,
     offer,
 )
+
+if TYPE_CHECKING:
+    from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 
 def _key_value(raw: str) -> tuple[str, str]:
@@ -86,7 +89,22 @@ def register(sub: Subparsers) -> None:
     unreg.set_defaults(fn=cmd_unregister)
 
 
-def _council_json(info: Any) -> dict[str, Any]:
+class _AgentJson(TypedDict):
+    agent_id: str
+    status: str
+    model_profile: str
+
+
+class _CouncilJson(TypedDict):
+    council_id: str
+    role: str
+    num_agents: int
+    status: str
+    model: str
+    agents: list[_AgentJson]
+
+
+def _council_json(info: pb.CouncilInfo) -> _CouncilJson:
     return {
         "council_id": info.council_id,
         "role": info.role,

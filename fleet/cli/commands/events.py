@@ -17,10 +17,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from application.timeline import entry, to_json
 from fleet.cli._common import Subparsers, reachable_event_store
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from eventsourcing.persistence import ApplicationRecorder, Subscription
+
+    from application.app import FleetApplication
+    from application.events import FleetEvent
+    from eventstore.jetstream import JetStreamApplicationRecorder
 
 """How long the first connect waits for the server's greeting (a refused port fails at once)."""
 
@@ -59,7 +68,7 @@ async def cmd_tail(args: argparse.Namespace) -> None:
         await asyncio.to_thread(app.close)
 
 
-def _open(url: str, stream: str) -> Any:
+def _open(url: str, stream: str) -> FleetApplication:
     from application.app import FleetApplication
 
     return FleetApplication(
@@ -71,7 +80,9 @@ def _open(url: str, stream: str) -> Any:
     )
 
 
-def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
+def _follow(
+    app: FleetApplication, subscription: Subscription[ApplicationRecorder], args: argparse.Namespace
+) -> None:
     from eventsourcing.persistence import DataError
 
     shown = 0
@@ -84,7 +95,8 @@ def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
             print(f"error: {e}", file=sys.stderr, flush=True)
             continue
         try:
-            event = app.mapper.to_domain_event(notification)
+            # the mapper decodes Fleet's stream: its events are Fleet's aggregate events
+            event = cast("FleetEvent", app.mapper.to_domain_event(notification))
             line = _line(notification.id, event, as_json=args.json)
         except Exception as e:  # an event of a type this Fleet does not know, or bad state
             subject = _subject(app, notification.originator_id)
@@ -102,14 +114,14 @@ def _follow(app: Any, subscription: Any, args: argparse.Namespace) -> None:
             return
 
 
-def _subject(app: Any, originator_id: Any) -> str:
+def _subject(app: FleetApplication, originator_id: UUID | str) -> str:
     """The stream subject the event was read from (the JetStream recorder's layout), so the
     report points at the message as the store's own DataError does."""
-    recorder = app.recorder
+    recorder = cast("JetStreamApplicationRecorder", app.recorder)  # as _open configures it
     return str(recorder.connection.subject(recorder.kind, originator_id))
 
 
-def _line(seq: int, event: Any, *, as_json: bool) -> str:
+def _line(seq: int, event: FleetEvent, *, as_json: bool) -> str:
     e = entry(event)
     if as_json:
         return to_json(

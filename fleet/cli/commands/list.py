@@ -6,7 +6,6 @@ import argparse
 import json
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from fleet import render
 from fleet.cli._common import (
@@ -69,7 +68,7 @@ async def cmd_list(args: argparse.Namespace) -> None:
         "page_size": args.limit,
     }
     token = args.page_token
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     async with client(args) as c:
         while True:
             resp = await c.list(**query, page_token=token)

@@ -13,13 +13,16 @@ import asyncio
 import json
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
+
+if TYPE_CHECKING:
+    from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 _POLL_S = 0.25
 
@@ -41,7 +44,13 @@ def register(sub: Subparsers) -> None:
     rebuild.set_defaults(fn=cmd_rebuild)
 
 
-def _sandbox(resp: Any) -> dict[str, Any] | None:
+class _SandboxJson(TypedDict):
+    mode: str
+    available: bool
+    reason: str
+
+
+def _sandbox(resp: pb.GetNodeStatusResponse) -> _SandboxJson | None:
     """Where the node's agent checks run model code; None: not that node's to know."""
     if not resp.HasField("sandbox"):
         return None
@@ -49,7 +58,7 @@ def _sandbox(resp: Any) -> dict[str, Any] | None:
     return {"mode": b.mode, "available": b.available, "reason": b.reason}
 
 
-def _status_json(resp: Any) -> dict[str, Any]:
+def _status_json(resp: pb.GetNodeStatusResponse) -> dict[str, object]:
     return {
         "stream_head": resp.stream_head,
         "sandbox": _sandbox(resp),

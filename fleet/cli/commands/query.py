@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from application.timeline import to_json
 from fleet import render
@@ -20,8 +19,8 @@ def register(sub: Subparsers) -> None:
     q.set_defaults(fn=cmd_query)
 
 
-def parse_params(pairs: list[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
+def parse_params(pairs: list[str] | None) -> dict[str, object]:
+    params: dict[str, object] = {}
     for p in pairs or []:
         name, sep, raw = p.partition("=")
         if not sep or not name:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fleet.cli._common import Subparsers, add_client_options, client
+
+if TYPE_CHECKING:
+    from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 
 
 def register(sub: Subparsers) -> None:
@@ -29,7 +32,7 @@ async def cmd_watch(args: argparse.Namespace) -> None:
             print_result(await wait_with_progress(c, args.task_id, args.timeout, False), False)
             return
 
-        def emit(u: Any) -> None:
+        def emit(u: pb.DeliberationUpdate) -> None:
             print(json.dumps(MessageToDict(u, preserving_proto_field_name=True)), flush=True)
 
         await follow(c, args.task_id, args.timeout, emit)
