@@ -359,7 +359,7 @@ class Reads:
         """One message through the stream leader's ``STREAM.MSG.GET`` (consistent at any R)."""
         s = self._settings
         loop = asyncio.get_running_loop()
-        give_up = loop.time() + s.timeout
+        give_up = loop.time() + s.election_window
         pause = 0.05
         while True:
             resp = await self._nc.request(
@@ -377,7 +377,7 @@ class Reads:
             if code == _NO_MESSAGE:
                 return None
             # A read may wait out a leader election (a cluster node lost): asked again, it is
-            # answered as soon as the stream or the meta group has a leader, within the timeout.
+            # answered as soon as the stream or the meta group has a leader, within the window.
             if code in _ELECTING and loop.time() + pause < give_up:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.5)

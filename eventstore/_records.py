@@ -29,6 +29,15 @@ class StreamSettings:
     replicas: int = 1
     timeout: float = 5.0
 
+    @property
+    def election_window(self) -> float:
+        """How long a read or the set-up waits out a leader election before it gives up: four
+        request timeouts (20 s by default). A clustered stream that lost the node leading it
+        elects a new leader in a few seconds, sometimes more than one timeout; a process
+        restarted meanwhile must wait, not exit. Well inside the 10 timeouts that bound any
+        one operation of the store."""
+        return self.timeout * 4.0
+
 
 @dataclass(frozen=True, slots=True)
 class Write:

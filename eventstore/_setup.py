@@ -35,8 +35,6 @@ _log = logging.getLogger(__name__)
 MIN_SERVER: Final = (2, 12)
 """Atomic batch publish (ADR-50) arrived in nats-server 2.12."""
 _STREAM_EXISTS: Final = 10058
-_LEADER_WINDOW: Final = 4.0
-"""How many request timeouts a re-formed stream may take to elect a leader."""
 _LIMITS: Final = ("max_msgs", "max_bytes", "max_msgs_per_subject")
 """Count and size limits; -1 (or 0) is unlimited."""
 
@@ -201,7 +199,7 @@ async def _await_leader(jsm: JetStreamManager, s: StreamSettings) -> None:
     """Wait until the re-formed stream has a leader and every replica, so the first write
     after set-up is not refused while the group elects one."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + s.timeout * _LEADER_WINDOW
+    deadline = loop.time() + s.election_window
     while loop.time() < deadline:
         cluster = (await jsm.stream_info(s.stream)).cluster
         if cluster is not None and cluster.leader:
