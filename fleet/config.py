@@ -15,13 +15,16 @@ keeping the three in one file is what lets a reader, or a new setting, get all t
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dispatchers.councils import Councils
+import yaml
+
+from dispatchers.councils import CouncilConfigError, Councils, parse_councils
 from dispatchers.planning_start import PlanningStart
 
 DEFAULT_GRPC_PORT = 50055  # the seed's port
@@ -55,10 +58,27 @@ def _planning_start(text: str | None) -> PlanningStart:
 
 
 def _councils(raw: str | None) -> Councils:
-    # Imported here: fleet.council_config imports this module (ConfigError, Settings).
-    from fleet.council_config import parse_councils_setting
-
-    return parse_councils_setting(raw)
+    """``FLEET_COUNCILS``: inline JSON, or a path to a JSON or YAML file. Every fault is one
+    ``ConfigError`` line naming the variable (and the council field, when it is one)."""
+    if not raw:
+        return Councils()
+    text, yaml_file = raw, False
+    try:
+        if not raw.lstrip().startswith("{"):
+            text, yaml_file = Path(raw).read_text(), Path(raw).suffix in (".yaml", ".yml")
+        data = (yaml.safe_load(text) or {}) if yaml_file else json.loads(text)
+        if not isinstance(data, dict):
+            raise ConfigError("FLEET_COUNCILS must be an object of role → council")
+        return parse_councils(data)
+    except OSError as e:
+        raise ConfigError(f"FLEET_COUNCILS={raw!r}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"FLEET_COUNCILS is not JSON: {e}") from None
+    except CouncilConfigError as e:
+        raise ConfigError(f"FLEET_COUNCILS: {e}") from None
+    except yaml.YAMLError as e:
+        one_line = " ".join(str(e).split())  # YAML's message spans lines
+        raise ConfigError(f"FLEET_COUNCILS={raw!r} is not YAML: {one_line}") from None
 
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
