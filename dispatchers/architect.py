@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
 
-from agent_runtime.api import AgentRuntime, AgentRuntimeError, Candidate, ReviewInput
+from agent_runtime.api import AgentRuntimeError, Candidate, ReviewInput
 from aggregates import AgentId, Deliberation, DuplicateProposalError
-from application.ports import CouncilDirectory, DeliberationStore
+from dispatchers.environment import DriverEnvironment
+from dispatchers.protocol import complete
 
 __all__ = ["ArchitectStep", "architect_timeout"]
 
@@ -44,46 +46,65 @@ def architect_timeout(cap_s: float, deadline: datetime, now: datetime) -> float:
 
 
 class ArchitectStep:
-    """Mixed into the deliberation protocol (it shares the driver's store, runtime, options)."""
+    """A part of a deliberation's driver: the architect's choice, then the decision.
 
-    _store: DeliberationStore
-    _runtime: AgentRuntime
-    _clock: Callable[[], datetime]
+    Stateless: it works through the dispatcher's shared environment (the store, the runtime,
+    the councils, the options and the clock), and reads the deliberation from the store.
 
-    _councils: CouncilDirectory | None
-    _architect_default: str
+    Loop affinity: the dispatcher's loop.
+    """
 
-    def _architect_request(
+    def __init__(self, env: DriverEnvironment) -> None:
+        self._env = env
+
+    def _request(
         self, d: Deliberation, candidates: tuple[Candidate, ...], agent_id: str, model: str
     ) -> ReviewInput:
-        """The selection call: its sampling and time limit (the protocol's)."""
-        raise NotImplementedError
+        """The selection call: its sampling and time limit."""
+        o = self._env.options
+        sampling = o.councils.sampling("ARCHITECT", 0, o.model, o.max_tokens)
+        return ReviewInput(
+            deliberation_id=str(d.id),
+            agent_id=agent_id,
+            role="ARCHITECT",
+            round=d.rounds - 1,
+            purpose=SELECT,
+            task=d.task,
+            rubric=d.rubric,
+            requirements=tuple(d.requirements),
+            candidates=candidates,
+            sampling=replace(sampling, model=model or sampling.model),
+            timeout_s=architect_timeout(
+                min(o.architect_timeout_s, o.call_timeout_s), d.deadline, self._env.clock()
+            ),
+        )
 
     async def _architect(self) -> tuple[str, str] | None:
         """(agent id, model) of the agent that chooses: the ARCHITECT council's first member
         as the council directory has it now, or the configured agent without a directory;
         None when there is no ARCHITECT council (or it has no members)."""
-        if self._councils is None:
-            return self._architect_default, ""
-        council = await self._councils.council("ARCHITECT")
+        if self._env.councils is None:
+            return self._env.options.architect_agent, ""
+        council = await self._env.councils.council("ARCHITECT")
         if council is None or not council.agents:
             return None
         first = council.agents[0]
         return first.agent_id, first.model or council.model
 
-    async def _select_and_complete(self, d_id: UUID) -> None:
+    async def select_and_complete(self, d_id: UUID) -> None:
         """Record the architect's choice (or the fallback) unless one is recorded, then decide."""
-        d = await self._store.last_known(d_id)
+        store = self._env.store
+        d = await store.last_known(d_id)
         if d.is_terminal:
             return
         if not d.awaits_architect:
-            await self._store.update(d_id, _complete)
+            await store.update(d_id, complete)
             return
         change = await self._choice(d)
         try:
             # One crossing to the store: the choice, then the decision (which lands even when
             # the choice is refused as a duplicate: another process recorded one first).
-            await self._store.update_in_order(d_id, [change, _complete])
+            await store.update_in_order(d_id, [change, complete])
         except DuplicateProposalError:
             log.info("deliberation %s: the architect's choice was recorded already", d_id)
 
@@ -96,12 +117,12 @@ class ArchitectStep:
         if chooser is None:
             return _fallback("no ARCHITECT council has a member to ask", "")
         final = d.final_proposals()
-        request = self._architect_request(
+        request = self._request(
             d, tuple(Candidate(a, final[a].content) for a in shortlist), *chooser
         )
         architect, timeout_s = request.agent_id, request.timeout_s
         try:
-            result = await asyncio.wait_for(self._runtime.review(request), timeout_s)
+            result = await asyncio.wait_for(self._env.runtime.review(request), timeout_s)
         except TimeoutError:
             return _fallback(f"the architect did not answer within {timeout_s:.1f} s", architect)
         except AgentRuntimeError as e:  # a failed call is a recorded fallback, with its error
@@ -132,7 +153,3 @@ def _fallback(reason: str, architect: str) -> Callable[[Deliberation], None]:
         d.fall_back_to_score(reason=reason, architect_id=architect)
 
     return change
-
-
-def _complete(d: Deliberation) -> None:
-    d.complete()

@@ -27,58 +27,42 @@ Latency: the first calls go out while Started is written (no answer is recorded 
 peer ratings go out while the last round's answers are written (no rating is recorded before
 them), from the driver's own copy of the deliberation with those answers applied; the last
 rating to come back, the scores computed from the copy and the decision are one ordered write
-(each score checks the stored state it lands on, see ``_conclude``), of one-event units rather
-than one atomic batch; and the driver reads its own last state between steps (``last_known``)
-instead of a replay. Each of these removed a sequential store step from every deliberation's
-critical path. The last round's turns also promise the final ratings
-(``AgentTurn.rate_after``, see ``_rate_after``), so a runtime holding all of the round's agents
-starts those calls as the last answer comes in, a Ray round trip before they are asked for.
+(each score checks the stored state it lands on, see ``DeliberationDriver._conclude``), of
+one-event units rather than one atomic batch; and the driver reads its own last state between
+steps (``last_known``) instead of a replay. Each of these removed a sequential store step from
+every deliberation's critical path. The last round's turns also promise the final ratings
+(``AgentTurn.rate_after``, see ``DeliberationDriver._rate_after``), so a runtime holding all
+of the round's agents starts those calls as the last answer comes in, a Ray round trip before
+they are asked for.
 
-This module is the dispatcher: following the feed, taking claims from the work queue,
-supervising one driver task per deliberation (heart-beats, the deadline, a cancel). The steps a
-driver takes are ``protocol.DeliberationProtocol``'s; the pure parts live in ``councils``,
-``sampling`` and the aggregate.
+This module is the dispatcher, a supervisor: it follows the feed, takes claims from the work
+queue, and starts and stops one driver per deliberation (``driver.DeliberationDriver``), which
+owns that deliberation's state (its task, claim and heart-beat, its writes in flight) and takes
+the steps above within the deadline. The parts a driver uses are owned, not inherited: its agent
+calls (``calls``), its ordered writes (``writes``), the architect's step (``architect``), all
+over one ``environment.DriverEnvironment`` the dispatcher builds once; the pure parts live in
+``protocol``, ``councils``, ``sampling`` and the aggregate.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime
 from uuid import UUID
 
-from agent_runtime.api import (
-    AgentRuntime,
-    Sampling,
-)
-from aggregates import (
-    DeadlineNotReachedError,
-    Deliberation,
-    DeliberationClosedError,
-    DeliberationStatus,
-)
-from application.errors import NotFoundError
+from agent_runtime.api import AgentRuntime, Sampling
+from aggregates import Deliberation
 from application.ports import CouncilDirectory, DeliberationStore, EventFeed
-from dispatchers.councils import seat
+from dispatchers.calls import AgentCalls
+from dispatchers.driver import DeliberationDriver
+from dispatchers.environment import DispatcherOptions, DriverEnvironment, utc_now
 from dispatchers.ports import Claim, ContextSource, WorkQueue
-from dispatchers.protocol import (
-    DeliberationProtocol,
-    DispatcherOptions,
-    retrieved,
-    start_change,
-    start_seated,
-    utc_now,
-)
 from lifecycle import BackgroundService
 
 __all__ = ["DeliberationDispatcher", "DispatcherOptions", "utc_now"]
-
-FIRST_READ_RETRY_S = 10.0
-"""How long a deliberation named by the feed or the queue may read as "not found" (a lagging
-replica of an R3 stream) before its driver gives up and hands the claim back."""
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +76,8 @@ _FOLLOWED = (Deliberation.Requested, *_TERMINAL_EVENTS)
 """What the dispatcher reacts to; the feed skips the rest before decoding it."""
 
 
-class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
-    """Drives open deliberations to a terminal state. Runs on one asyncio loop.
+class DeliberationDispatcher(BackgroundService):
+    """Drives open deliberations to a terminal state, one driver each. Runs on one asyncio loop.
 
     Lifecycle: ``await run()`` until ``await close()``; or ``async with``.
     """
@@ -111,27 +95,21 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         context: ContextSource | None = None,
         councils: CouncilDirectory | None = None,
     ) -> None:
-        self._store = store
-        self._councils = councils
-        """The councils as they stand: a starting deliberation takes its seats from its role's
-        council, and the architect is the ARCHITECT council's first member. None: the default
-        agents, and ``options.architect_agent`` chooses."""
-        self._context = context
-        """Builds a story deliberation's context for its prompts (``dispatchers.context``)."""
+        self._env = DriverEnvironment(
+            store=store,
+            runtime=runtime,
+            options=options or DispatcherOptions(),
+            clock=clock,
+            sampling=sampling,
+            context=context,
+            councils=councils,
+        )
+        self._calls = AgentCalls(self._env)
+        """Stateless: one for every driver."""
         self._feed = feed
-        self._runtime = runtime
-        self._options = options or DispatcherOptions()
-        self._architect_default = self._options.architect_agent
-        self._clock = clock
-        self._sampling = sampling
         self._queue = work_queue
-        self._active: dict[UUID, asyncio.Task[None]] = {}
-        self._claims: dict[UUID, Claim] = {}
-        self._starting: dict[UUID, asyncio.Future[Deliberation]] = {}
-        """Started writes still in flight, by deliberation (see ``_start_and_drive``)."""
-        self._answers: dict[UUID, list[asyncio.Future[None]]] = {}
-        """Answer writes still in flight, by deliberation (see ``_turn``): reviews and scores
-        are recorded only once these are stored."""
+        self._drivers: dict[UUID, DeliberationDriver] = {}
+        """The deliberations this process drives now, each by its driver, until it ends."""
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
         """Drivers stopped because a terminal event (e.g. a cancel) arrived on the feed."""
@@ -139,7 +117,7 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
     @property
     def active(self) -> int:
         """Deliberations this process is driving now (the dispatcher's queue depth)."""
-        return len(self._active)
+        return len(self._drivers)
 
     # ------------------------------------------------------------------ following the feed
 
@@ -177,29 +155,32 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         assert self._queue is not None
         async for claim in self._queue.claims():
             d_id = claim.deliberation_id
-            if d_id in self._active:  # redelivered to its owner: keep it, through the new delivery
-                self._claims[d_id] = claim
+            driver = self._drivers.get(d_id)
+            if driver is not None:  # redelivered to its owner: keep it, through the new delivery
+                driver.claim = claim
                 await claim.keep()
                 continue
-            self._claims[d_id] = claim
-            self._spawn(d_id)
+            self._spawn(d_id, claim)
 
     def _stop_driver(self, d_id: UUID) -> None:
-        task = self._active.get(d_id)
-        if task is not None and not task.done():
+        driver = self._drivers.get(d_id)
+        if driver is not None and driver.cancel():
             self.cancelled_drivers += 1
-            task.cancel()
 
-    def _spawn(self, d_id: UUID) -> None:
-        if d_id in self._active:
+    def _spawn(self, d_id: UUID, claim: Claim | None = None) -> None:
+        if d_id in self._drivers:
             return
-        task = asyncio.create_task(self._supervise(d_id), name=f"deliberation:{d_id}")
-        self._active[d_id] = task
-        task.add_done_callback(functools.partial(self._finished, d_id))
+        lease_s = self._queue.lease_s if self._queue is not None else 0.0
+        driver = DeliberationDriver(
+            d_id, self._env, calls=self._calls, claim=claim, lease_s=lease_s
+        )
+        self._drivers[d_id] = driver
+        driver.start().add_done_callback(functools.partial(self._finished, driver))
 
-    def _finished(self, d_id: UUID, task: asyncio.Task[None]) -> None:
-        self._active.pop(d_id, None)
-        claim = self._claims.pop(d_id, None)
+    def _finished(self, driver: DeliberationDriver, task: asyncio.Task[None]) -> None:
+        d_id = driver.id
+        self._drivers.pop(d_id, None)
+        claim = driver.claim
         failed = not task.cancelled() and task.exception() is not None
         if failed:
             log.error("deliberation %s: driver failed", d_id, exc_info=task.exception())
@@ -211,123 +192,6 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         asyncio.get_running_loop().create_task(claim.release() if failed else claim.done())
 
     _stopping = False
-
-    # ------------------------------------------------------------------ one deliberation
-
-    async def _supervise(self, d_id: UUID) -> None:
-        """Run the protocol until done or until the recorded deadline, whichever comes first."""
-        d = await self._first_read(d_id)
-        if d.is_terminal:
-            return
-        remaining = (d.deadline - self._clock()).total_seconds()
-        heartbeat = self._heartbeat(d_id)
-        try:
-            await asyncio.wait_for(self._start_and_drive(d), timeout=max(0.0, remaining))
-        except TimeoutError:
-            # Answers received before the deadline are kept: they land before TimedOut.
-            await self._answers_stored(d_id, raising=False)
-            await self._time_out(d_id)
-        except DeliberationClosedError:
-            return  # closed by someone else (a cancel, another process's timeout)
-        except Exception as e:
-            # A bug or an infrastructure failure: the deliberation must still end, and say why.
-            log.exception("deliberation %s: failed", d_id)
-            reason = f"{type(e).__name__}: {e}"
-            with contextlib.suppress(DeliberationClosedError):
-                await self._store.update(d_id, lambda d: d.fail(reason))
-        finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
-            started = self._starting.pop(d_id, None)
-            if started is not None and not started.done():
-                started.cancel()
-            for write in self._answers.pop(d_id, []):  # left to land, or to fail, on their own
-                write.add_done_callback(retrieved)
-
-    async def _first_read(self, d_id: UUID) -> Deliberation:
-        """The deliberation this process just heard of, read from the store.
-
-        It exists (the feed or the queue named it), but on a replicated stream the read may be
-        answered by a replica that has not stored it yet: "not found" is retried for a while
-        rather than ending the driver, which would leave the deliberation open and undriven.
-        """
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + FIRST_READ_RETRY_S
-        delay = 0.05
-        while True:
-            try:
-                return await self._store.last_known(d_id)
-            except NotFoundError:
-                if loop.time() + delay > give_up:
-                    raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
-
-    async def _start_and_drive(self, d: Deliberation) -> None:
-        """Record Started while the first calls are already on their way.
-
-        Started must be stored before any answer is (``_record`` waits for it), not before the
-        calls go out: the calls take seconds, the write milliseconds, and on a busy machine that
-        write was a sequential step of every deliberation. A process that dies in between has
-        only spent calls; its successor makes them again (a call is idempotent by its key).
-        """
-        if d.status is DeliberationStatus.PENDING:
-            # The council as it stands now: recorded in Started, so later changes to the council
-            # never reach this deliberation (nor its history).
-            change = start_change
-            if self._councils is not None:
-                council = await self._councils.council(d.role.value)
-                seating = seat(council, d.num_agents)
-                if seating is None:  # no agents are invented for a role without a council
-                    why = "no council" if council is None else "an empty council"
-                    reason = f"the {d.role.value} role has {why}: no agents to deliberate"
-                    log.warning("deliberation %s: %s", d.id, reason)
-                    await self._store.update(d.id, lambda d: d.fail(reason))
-                    return
-                change = functools.partial(start_seated, seating=seating)
-            self._starting[d.id] = asyncio.ensure_future(self._store.update(d.id, change))
-            change(d)  # the same command on our copy (never saved): its agents, its status
-            d.collect_events()
-        await self._drive(d)
-
-    def _heartbeat(self, d_id: UUID) -> asyncio.Task[None] | None:
-        claim = self._claims.get(d_id)
-        if claim is None or self._queue is None:
-            return None
-        lease = self._queue.lease_s
-        period = max(lease / 3, 0.05)
-
-        async def beat() -> None:
-            loop = asyncio.get_running_loop()
-            last = loop.time()
-            while True:
-                await asyncio.sleep(period)
-                now = loop.time()
-                if now - last > lease:  # this loop stalled past the lease: said, not hidden
-                    log.warning(
-                        "deliberation %s: heart-beat %.1f s after the last one, past the %.1f s "
-                        "lease (a stalled loop or a paused process): another dispatcher may "
-                        "drive it too; raise FLEET_WORK_LEASE if this recurs",
-                        d_id,
-                        now - last,
-                        lease,
-                    )
-                last = now
-                with contextlib.suppress(Exception):  # a failed beat: the next one is on time
-                    await claim.keep()
-
-        return asyncio.create_task(beat(), name=f"heartbeat:{d_id}")
-
-    async def _time_out(self, d_id: UUID) -> None:
-        while True:
-            try:
-                await self._store.update(d_id, lambda d: d.time_out(self._clock()))
-                log.info("deliberation %s: timed out", d_id)
-                return
-            except DeliberationClosedError:
-                return
-            except DeadlineNotReachedError:
-                await asyncio.sleep(0.05)  # woke a hair early on this clock
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -348,8 +212,9 @@ class DeliberationDispatcher(DeliberationProtocol, BackgroundService):
         self._stopping = True
         if self._claimer is not None:
             self._claimer.cancel()
-        tasks = list(self._active.values())
-        claims = list(self._claims.values())
+        drivers = list(self._drivers.values())
+        tasks = [d.task for d in drivers if d.task is not None]
+        claims = [d.claim for d in drivers if d.claim is not None]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

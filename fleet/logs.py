@@ -6,8 +6,8 @@ Where the id comes from, first match wins:
    store wrapper (``fleet.metrics.ObservedStore``) per write; ``asyncio.to_thread`` copies
    contextvars, so the event store's worker threads log with it too.
 2. The running asyncio task's name when it is ``deliberation:<id>``: the dispatcher already names
-   its per-deliberation driver task so (``dispatchers/deliberations.py``, ``_spawn``). That name is
-   the documented hook, so dispatchers/ needs no import of fleet and no change.
+   its per-deliberation driver task so (``dispatchers/driver.py``, ``DeliberationDriver.start``).
+   That name is the documented hook, so dispatchers/ needs no import of fleet and no change.
 
 ``configure`` installs the filter and a formatter (``text`` or ``json``) on the root logger.
 """
