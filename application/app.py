@@ -32,3 +32,14 @@ class FleetApplication(Application[UUID]):
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         super().__init__(env)
+
+
+def jetstream_application(nats_url: str, stream: str) -> FleetApplication:
+    """The application over ``stream`` on the JetStream at ``nats_url`` (the caller closes it)."""
+    return FleetApplication(
+        env={
+            "PERSISTENCE_MODULE": "eventstore.jetstream",
+            "FLEET_NATS_URL": nats_url,
+            "FLEET_NATS_STREAM": stream,
+        }
+    )

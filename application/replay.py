@@ -10,20 +10,14 @@ from __future__ import annotations
 from eventsourcing.application import project_aggregate
 
 from aggregates import Council, CouncilStateError, Role, council_id, deliberation_id
-from application.app import FleetApplication
+from application.app import jetstream_application
 from application.errors import DeliberationNotFoundError
 from application.events import FleetEvent, fleet_event
 from application.timeline import History, fold_history
 
 
 def replay(nats_url: str, stream: str, task_id: str, to_version: int = 0) -> History:
-    app = FleetApplication(
-        env={
-            "PERSISTENCE_MODULE": "eventstore.jetstream",
-            "FLEET_NATS_URL": nats_url,
-            "FLEET_NATS_STREAM": stream,
-        }
-    )
+    app = jetstream_application(nats_url, stream)
     try:
         d_id = deliberation_id(task_id)
         events = [fleet_event(e) for e in app.events.get(d_id)]
@@ -44,13 +38,7 @@ def replay_council(
         CouncilStateError: the role never had a council.
     """
     r = Role.parse(role).value
-    app = FleetApplication(
-        env={
-            "PERSISTENCE_MODULE": "eventstore.jetstream",
-            "FLEET_NATS_URL": nats_url,
-            "FLEET_NATS_STREAM": stream,
-        }
-    )
+    app = jetstream_application(nats_url, stream)
     try:
         events = [fleet_event(e) for e in app.events.get(council_id(r), lte=to_version or None)]
     finally:

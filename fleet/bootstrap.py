@@ -21,7 +21,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eventsourcing.persistence import OperationalError
@@ -61,6 +60,7 @@ from fleet.projection_service import (
 )
 from fleet.run_dispatcher import plan_options, start_dispatch
 from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
+from lifecycle import AsyncClosing
 from natsio import servers
 from projectors.control import Projections
 from projectors.graph.port import DecisionGraph
@@ -86,7 +86,7 @@ class BackgroundPart(Protocol):
     def background_tasks(self) -> Sequence[asyncio.Task[None]]: ...
 
 
-class FleetNode:
+class FleetNode(AsyncClosing):
     """One Fleet process: event store, projections, dispatcher, agents and the gRPC API.
 
     ``settings.components`` (``fleet up --components``) picks the parts: an ``api`` replica
@@ -720,14 +720,6 @@ class FleetNode:
     async def __aenter__(self) -> FleetNode:
         await self.start()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def _graph_down() -> tuple[type[BaseException], ...]:

@@ -14,7 +14,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -22,6 +21,7 @@ import grpc
 from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
+from lifecycle import AsyncClosing
 
 TERMINAL = frozenset(
     {
@@ -82,7 +82,7 @@ class ClientSecurity:
         return grpc.aio.secure_channel(address, creds, options=options)
 
 
-class FleetClient:
+class FleetClient(AsyncClosing):
     def __init__(
         self,
         address: str,
@@ -237,14 +237,3 @@ class FleetClient:
 
     async def close(self) -> None:
         await self._channel.close()
-
-    async def __aenter__(self) -> FleetClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

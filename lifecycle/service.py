@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from types import TracebackType
 from typing import Self
+
+from lifecycle.closing import AsyncClosing
 
 __all__ = ["BackgroundService"]
 
 
-class BackgroundService(abc.ABC):
+class BackgroundService(AsyncClosing):
     """A part that works in the background of its loop until shut down.
 
     Subclasses write ``run()`` and, when they hold more than the runner task (connections,
@@ -32,7 +33,7 @@ class BackgroundService(abc.ABC):
     async def run(self) -> None:
         """Work until cancelled."""
 
-    async def prepare(self) -> None:  # noqa: B027 - a hook: most services need nothing here
+    async def prepare(self) -> None:  # a hook: most services need nothing here
         """Whatever must be in place before ``run`` starts (nothing by default)."""
 
     def start(self) -> None:
@@ -61,11 +62,3 @@ class BackgroundService(abc.ABC):
         await self.prepare()
         self.start()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

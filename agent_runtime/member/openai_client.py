@@ -50,12 +50,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
-from types import TracebackType
 from typing import Final, NotRequired, TypedDict
 
 import aiohttp
 
 from agent_runtime.api import AgentRuntimeError
+from lifecycle import AsyncClosing
 
 __all__ = [
     "THINKING_MODES",
@@ -247,7 +247,7 @@ def split_reasoning(text: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------------------- client
 
 
-class OpenAIChatClient:
+class OpenAIChatClient(AsyncClosing):
     """Chat completions against one OpenAI-compatible endpoint.
 
     Loop affinity: the session and semaphore belong to the loop of the first call. Safe for many
@@ -312,17 +312,6 @@ class OpenAIChatClient:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
-
-    async def __aenter__(self) -> OpenAIChatClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- the call
 

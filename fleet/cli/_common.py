@@ -113,6 +113,20 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--token-file", help="file holding the bearer token (or set FLEET_API_TOKEN)")
 
 
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """The task text and the role whose council takes it: every command that submits one."""
+    parser.add_argument("task", help="the task text")
+    offer(
+        parser.add_argument(
+            "--role",
+            default="DEV",
+            metavar="ROLE",
+            help="DEV (default), QA, ARCHITECT, DEVOPS or DATA",
+        ),
+        ROLES,
+    )
+
+
 CLIENT_ENV = (
     "FLEET_ADDRESS",
     "FLEET_TLS",

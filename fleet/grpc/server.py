@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -30,6 +29,7 @@ from fleet.grpc.rpc_seed_status import SeedStatusRpcs
 from fleet.grpc.rpc_status import StatusRpcs
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
+from lifecycle import AsyncClosing
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class _StartingGate(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return refusing(handler, grpc.StatusCode.UNAVAILABLE, STARTING)
 
 
-class GrpcServer:
+class GrpcServer(AsyncClosing):
     """grpc.aio server with standard health checking and reflection.
 
     Start-up is two steps, so that a probe can tell "starting" from "down": ``open`` listens at
@@ -189,14 +189,6 @@ class GrpcServer:
     async def __aenter__(self) -> GrpcServer:
         await self.start()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def _require_free(host: str, port: int) -> None:

@@ -20,7 +20,15 @@ Thread-safety: the driver is thread-safe; each call opens its own session.
 
 from __future__ import annotations
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, Driver, ManagedTransaction, Session, unit_of_work
+from neo4j import (
+    READ_ACCESS,
+    WRITE_ACCESS,
+    Driver,
+    ManagedTransaction,
+    Record,
+    Session,
+    unit_of_work,
+)
 from neo4j.exceptions import ClientError
 
 from application.ports import CypherParams
@@ -75,8 +83,8 @@ _DELETE_SOME = "MATCH (n:{label}) WITH n LIMIT 10000 DETACH DELETE n RETURN coun
 _TIMED_OUT = ("TransactionTimedOut", "TransactionTimedOutClientConfiguration")
 
 
-def _locked(tx: ManagedTransaction, name: str) -> Stored:
-    record = tx.run(_LOCK_POSITION, name=name).single()
+def _stored(record: Record | None) -> Stored:
+    """The position and fencing state a ``Projection`` row holds (defaults when there is none)."""
     if record is None:
         return Stored()
     return Stored(
@@ -85,6 +93,10 @@ def _locked(tx: ManagedTransaction, name: str) -> Stored:
         owner=record["owner"],
         lease_until=record["lease_until"],
     )
+
+
+def _locked(tx: ManagedTransaction, name: str) -> Stored:
+    return _stored(tx.run(_LOCK_POSITION, name=name).single())
 
 
 _INDEX = {text: i for i, text in enumerate(VOCABULARY)}
@@ -184,14 +196,7 @@ def _stored_tx(tx: ManagedTransaction, name: str) -> Stored:
         "x.owner AS owner, x.lease_until AS lease_until",
         name=name,
     ).single()
-    if record is None:
-        return Stored()
-    return Stored(
-        position=int(record["position"] or 0),
-        epoch=record["epoch"],
-        owner=record["owner"],
-        lease_until=record["lease_until"],
-    )
+    return _stored(record)
 
 
 def _delete_some_tx(tx: ManagedTransaction, label: str) -> int:

@@ -17,13 +17,12 @@ import grpc
 
 from fleet import render
 from fleet.cli._common import (
-    ROLES,
     CliError,
     Subparsers,
     add_client_options,
+    add_task_arguments,
     client,
     console,
-    offer,
 )
 
 if TYPE_CHECKING:
@@ -36,16 +35,7 @@ RESUME_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 def register(sub: Subparsers) -> None:
     d = sub.add_parser("deliberate", help="submit a deliberation")
     add_client_options(d)
-    d.add_argument("task", help="the task text")
-    offer(
-        d.add_argument(
-            "--role",
-            default="DEV",
-            metavar="ROLE",
-            help="DEV (default), QA, ARCHITECT, DEVOPS or DATA",
-        ),
-        ROLES,
-    )
+    add_task_arguments(d)
     d.add_argument("--agents", type=int, default=3, help="agents on the council (1..16)")
     d.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     d.add_argument("--task-id", help="your id for it (idempotent); generated when absent")

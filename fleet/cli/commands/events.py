@@ -52,8 +52,10 @@ def register(sub: Subparsers) -> None:
 
 
 async def cmd_tail(args: argparse.Namespace) -> None:
+    from application.app import jetstream_application
+
     url, stream = await reachable_event_store(args)
-    app = await asyncio.to_thread(_open, url, stream)
+    app = await asyncio.to_thread(jetstream_application, url, stream)
     try:
         if args.from_seq > 0:
             gt: int | None = args.from_seq - 1
@@ -66,18 +68,6 @@ async def cmd_tail(args: argparse.Namespace) -> None:
             subscription.stop()  # wakes the reading thread on Ctrl-C (the task is cancelled)
     finally:
         await asyncio.to_thread(app.close)
-
-
-def _open(url: str, stream: str) -> FleetApplication:
-    from application.app import FleetApplication
-
-    return FleetApplication(
-        env={
-            "PERSISTENCE_MODULE": "eventstore.jetstream",
-            "FLEET_NATS_URL": url,
-            "FLEET_NATS_STREAM": stream,
-        }
-    )
 
 
 def _follow(
@@ -117,7 +107,7 @@ def _follow(
 def _subject(app: FleetApplication, originator_id: UUID | str) -> str:
     """The stream subject the event was read from (the JetStream recorder's layout), so the
     report points at the message as the store's own DataError does."""
-    recorder = cast("JetStreamApplicationRecorder", app.recorder)  # as _open configures it
+    recorder = cast("JetStreamApplicationRecorder", app.recorder)  # cmd_tail opens it on JetStream
     return str(recorder.connection.subject(recorder.kind, originator_id))
 
 

@@ -18,6 +18,7 @@ from fleet.cli._common import (
     CliError,
     Subparsers,
     add_client_options,
+    add_task_arguments,
     client,
     console,
     offer,
@@ -28,16 +29,7 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 def register(sub: Subparsers) -> None:
     o = sub.add_parser("orchestrate", help="deliberate, then let an architect choose the winner")
     add_client_options(o)
-    o.add_argument("task", help="the task text")
-    offer(
-        o.add_argument(
-            "--role",
-            default="DEV",
-            metavar="ROLE",
-            help="DEV (default), QA, ARCHITECT, DEVOPS or DATA",
-        ),
-        ROLES,
-    )
+    add_task_arguments(o)
     o.add_argument("--task-id", default="", help="your id for it (idempotent)")
     o.add_argument("--rounds", type=int, default=0, help="rounds (1..5; 0: the council's)")
     o.add_argument("--architect-k", type=int, default=3, help="candidates the architect sees")

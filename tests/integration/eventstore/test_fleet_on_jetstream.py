@@ -28,6 +28,7 @@ from application.stores import ApplicationDeliberationStore
 from fleet.cli import main
 from tests.support.aggregates import Ledger
 from tests.support.deliberations import requested
+from tests.support.jetstream import append_garbage
 from tests.support.waiting import eventually, eventually_sync
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -321,14 +322,8 @@ def test_events_tail_names_a_bad_message_and_goes_on(
     _two_deliberations(cli_env)  # sequences 1..4
     garbage_subject = f"{stream}.e.{uuid.uuid4()}"
 
-    async def garbage() -> int:
-        nc = await nats.connect(cli_env["NATS_URL"])
-        try:
-            return int((await nc.jetstream().publish(garbage_subject, b"\xff no event")).seq)
-        finally:
-            await nc.close()
-
-    assert asyncio.run(garbage()) == 5
+    seq = asyncio.run(append_garbage(cli_env["NATS_URL"], garbage_subject, b"\xff no event"))
+    assert seq == 5
     app = FleetApplication(env=cli_env)
     try:
         unknown = uuid.uuid4()

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.persistence import (
@@ -27,6 +26,7 @@ from eventstore._loop_thread import LoopThread
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter
+from tests.support.jetstream import append_garbage
 from tests.support.waiting import eventually_sync
 
 
@@ -35,16 +35,6 @@ def factory(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
     f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream})
     yield f
     f.close()
-
-
-async def _garbage(nats_url: str, subject: str) -> int:
-    """A message on ``subject`` that no event store wrote: its stream sequence."""
-    nc = await nats.connect(nats_url)
-    try:
-        ack = await nc.jetstream().publish(subject, b"\xff not an event")
-        return int(ack.seq)
-    finally:
-        await nc.close()
 
 
 def _event(oid: uuid.UUID | str, version: int, topic: str = "t") -> StoredEvent:
@@ -245,7 +235,7 @@ def test_subscription_by_topic_skips_others_and_still_names_bad_messages(
 
     with recorder.subscribe(gt=None, topics=["wanted"]) as subscription:
         assert [next(subscription).originator_version for _ in range(2)] == [1, 3]
-        seq = asyncio.run(_garbage(nats_url, subject))
+        seq = asyncio.run(append_garbage(nats_url, subject))
         with pytest.raises(DataError, match=f"stream sequence {seq}"):
             next(subscription)
 
@@ -285,7 +275,7 @@ def test_a_bad_message_in_a_batch_comes_after_the_good_ones_before_it(
     recorder.insert_events([_event(a, 1), _event(a, 2)])
     subject = factory.connection.subject("e", a)
 
-    seq = asyncio.run(_garbage(nats_url, subject))
+    seq = asyncio.run(append_garbage(nats_url, subject))
     with recorder.subscribe(gt=None) as subscription:
         good: list[int] = []
 

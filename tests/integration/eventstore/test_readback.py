@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import nats
 import pytest
 from eventsourcing.application import Application
 from eventsourcing.persistence import (
@@ -29,6 +28,7 @@ from eventstore._codec import decode
 from eventstore.jetstream import JetStreamFactory, OutcomeUnknownError
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter
+from tests.support.jetstream import append_garbage
 from tests.support.waiting import eventually_sync
 
 
@@ -186,15 +186,7 @@ def test_an_undecodable_message_is_named_and_other_aggregates_still_load(
         app.save(good, bad)
         subject = f"{nats_stream}.e.{bad.id}"
 
-        async def append_garbage() -> int:
-            nc = await nats.connect(nats_url)
-            try:
-                ack = await nc.jetstream().publish(subject, b"\xff not an event")
-                return int(ack.seq)
-            finally:
-                await nc.close()
-
-        seq = asyncio.run(append_garbage())
+        seq = asyncio.run(append_garbage(nats_url, subject))
         good.increment()
         app.save(good)  # writers to other aggregates are unaffected
 

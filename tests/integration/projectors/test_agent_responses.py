@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import nats
-import pytest
 from nats.js.api import StorageType
 
 from aggregates import AgentAnswer, AgentId, CheckOutcome, Deliberation
@@ -40,26 +38,6 @@ from tests.support.schema_consumer import check, validators
 
 REVIEW = "ceremony-c1:story-s1:role-ARCHITECT"
 EXTRACTION = "ceremony-c1:story-s1:task-extraction"
-
-
-@pytest.fixture
-def app(private_nats_server: NatsServer) -> Iterator[FleetApplication]:
-    a = FleetApplication(
-        {
-            "PERSISTENCE_MODULE": "eventstore.jetstream",
-            "NATS_URL": private_nats_server.url,
-            "NATS_STREAM": "FLEET_EVENTS",
-        }
-    )
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def bridge() -> Iterator[LoopThread]:
-    b = LoopThread(name="test-agent-responses-loop")
-    yield b
-    b.close()
 
 
 def _runner(app: FleetApplication, url: str, bridge: LoopThread) -> ProjectorRunner:

@@ -13,7 +13,7 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import nats
@@ -54,26 +54,6 @@ ORDER = [
     "orchestration.task.dispatched",
     "orchestration.task.failed",
 ]
-
-
-@pytest.fixture
-def app(private_nats_server: NatsServer) -> Iterator[FleetApplication]:
-    a = FleetApplication(
-        {
-            "PERSISTENCE_MODULE": "eventstore.jetstream",
-            "NATS_URL": private_nats_server.url,
-            "NATS_STREAM": "FLEET_EVENTS",
-        }
-    )
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def bridge() -> Iterator[LoopThread]:
-    b = LoopThread(name="test-outbox-loop")
-    yield b
-    b.close()
 
 
 def _runner(app: FleetApplication, url: str, bridge: LoopThread) -> ProjectorRunner:
