@@ -3,11 +3,19 @@ refusals, and that nothing accepted is lost.
 
     .venv/bin/python bench/burst_bench.py [--callers 200] [--deliberations 1500] [--seconds 10]
         [--bound 0] [--small-bound 100] [--delay 1.0] [--idle 30] [--runtime local|ray]
+        [--layout one|split]
 
-Each run starts a whole node as ``fleet up`` runs it (``fleet_testing.processes.FleetProcess``:
-event store, projections, dispatcher, agents, API and web console in one process), its agents
-calling the LOAD GENERATOR (``fleet_testing.loadgen``, its own process; canned answers after
-``--delay`` ± 25%), so the node is busy with real agent work while the burst arrives.
+Each run starts Fleet as ``fleet up`` runs it (``fleet_testing.processes.FleetProcess``), its
+agents calling the LOAD GENERATOR (``fleet_testing.loadgen``, its own process; canned answers
+after ``--delay`` ± 25%), so the node is busy with real agent work while the burst arrives:
+
+* ``--layout one`` (the default): one process with everything (event store, projections,
+  dispatcher, agents, API and web console), as ``fleet up`` on a laptop;
+* ``--layout split``: as ``deploy/`` runs it, the API in a process of its own
+  (``--components api``, the fleet-api Deployment) beside one that runs the dispatcher, its
+  agents and the projectors (``--components dispatcher,projectors``), on a nats-server and a
+  Valkey the bench starts. The API's loop then only takes calls: its pace no longer depends on
+  the dispatcher's work, only on the cores they share.
 
 1. IDLE (the ceiling): ``--idle`` Deliberate calls one after another on the fresh node.
 2. BURST: ``--callers`` concurrent gRPC callers (one channel each, as separate clients would
@@ -45,6 +53,8 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fleet.embedded._process import free_port
+from fleet.embedded.nats import NatsServer
+from fleet.embedded.valkey import ValkeyServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 from fleet_testing.processes import FleetProcess
@@ -171,6 +181,29 @@ def line(name: str, xs: list[float]) -> str:
     )
 
 
+def start_nodes(
+    args: argparse.Namespace, data: Path, env: dict[str, str]
+) -> tuple[list[FleetProcess], list[NatsServer | ValkeyServer]]:
+    """The Fleet processes of ``--layout`` (the API's first) and the servers the bench started
+    for them (none for ``one``: that node starts its own)."""
+    if args.layout == "one":
+        node = FleetProcess(data, "all", env, start=False)
+        for k in [
+            k for k in node.env if k not in env and k.endswith(("_URL", "_URI", "RAY_ADDRESS"))
+        ]:
+            del node.env[k]  # this node starts its own servers
+        node.spawn()
+        return [node], []
+    nats, vk = NatsServer(data / "nats"), ValkeyServer(data / "valkey")
+    nats.start()
+    vk.start()
+    shared = {**env, "NATS_URL": nats.url, "FLEET_VALKEY_URL": vk.url}
+    backend = FleetProcess(data / "backend", "dispatcher,projectors", shared)
+    backend.wait_ready(180)  # the projectors first: the API reads their graph through them
+    api = FleetProcess(data / "api", "api", shared)
+    return [api, backend], [nats, vk]
+
+
 async def one_run(args: argparse.Namespace, bound: int, llm_url: str, label: str) -> None:
     data = Path(tempfile.mkdtemp(prefix="fleet-burst-"))
     env = {
@@ -184,14 +217,15 @@ async def one_run(args: argparse.Namespace, bound: int, llm_url: str, label: str
         "FLEET_DELIBERATION_TIMEOUT": "600",
         "FLEET_MAX_IN_FLIGHT": str(bound),
     }
-    node = FleetProcess(data, "all", env, start=False)
-    for k in [k for k in node.env if k not in env and k.endswith(("_URL", "_URI", "RAY_ADDRESS"))]:
-        del node.env[k]  # this node starts its own servers
-    node.spawn()
+    nodes, servers = await asyncio.to_thread(start_nodes, args, data, env)
     try:
-        info = await asyncio.to_thread(node.wait_ready, 180)
+        info = await asyncio.to_thread(nodes[0].wait_ready, 180)
         address = info["grpc"]
-        print(f"\n== run {label}: FLEET_MAX_IN_FLIGHT={bound} (node {address}) ==", flush=True)
+        print(
+            f"\n== run {label}: FLEET_MAX_IN_FLIGHT={bound}, layout {args.layout} "
+            f"({', '.join(n.name for n in nodes)}; API at {address}) ==",
+            flush=True,
+        )
         idle = await idle_latencies(address, args.idle)
         print(line("idle node, one submit at a time (the ceiling)", idle), flush=True)
         tag = f"burst-{uuid.uuid4().hex[:6]}"
@@ -215,7 +249,10 @@ async def one_run(args: argparse.Namespace, bound: int, llm_url: str, label: str
             flush=True,
         )
     finally:
-        node.stop(30)
+        for n in nodes:
+            n.stop(30)
+        for s in servers:
+            s.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 
@@ -229,6 +266,12 @@ async def main() -> None:
     p.add_argument("--delay", type=float, default=1.0, help="the load generator's answer time")
     p.add_argument("--idle", type=int, default=30)
     p.add_argument("--runtime", choices=("local", "ray"), default="local")
+    p.add_argument(
+        "--layout",
+        choices=("one", "split"),
+        default="one",
+        help="one process with everything, or the API in its own (as deploy/ runs it)",
+    )
     args = p.parse_args()
     lg, url = start_loadgen(args.delay)
     try:
