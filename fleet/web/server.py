@@ -1,8 +1,10 @@
 """The web console: an aiohttp app served by the node, next to the gRPC API and behind its token.
 
-It is a client of the same parts the API serves (``ApiServices``): actions and node status go
-through the very servicer methods the RPCs run (``_calls``), so a submit from the browser is
-validated, authorised and recorded exactly as a ``Deliberate`` call is; reads of one
+It is a client of the same parts the API serves (``ApiServices``): a submit or a cancel calls the
+commands the RPCs call (``ApiServices.deliberations``, through ``_actions``, which maps their
+refusals to HTTP statuses), so one from the browser is validated and recorded exactly as a
+``Deliberate`` call is. Plan approval, node status, a result, the councils' members, queries and
+verification still go through the servicer methods the RPCs run (``_calls``). Reads of one
 deliberation fold its events (``application.timeline``), the list pages over the history graph
 (``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
 is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
@@ -27,13 +29,15 @@ from aggregates import InvalidDeliberationError, deliberation_id
 from application.errors import NotFoundError
 from application.ports import CouncilDirectory
 from application.rows import as_int
+from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web import _live, _present, _vocabulary
+from fleet.web._actions import act, as_json
 from fleet.web._calls import WebRefused, call
-from fleet.web._requests import int_param, json_body, list_filter
+from fleet.web._requests import int_param, json_body, list_filter, new_deliberation
 from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
@@ -283,30 +287,22 @@ class WebConsole:
     # ---------------------------------------------------------------------------- actions
 
     async def _submit(self, request: web.Request) -> web.Response:
-        body = await json_body(request)
-        constraints = pb.TaskConstraints(
-            requirements=[str(r) for r in body.get("requirements") or []],
-            timeout_seconds=int_param(body, "timeout_seconds", 0),
-        )
-        tests = str(body.get("acceptance_tests") or "")
-        if tests:
-            constraints.metadata["acceptance_tests"] = tests
-        req = pb.DeliberateRequest(
-            task_id=str(body.get("task_id") or ""),
-            task_description=str(body.get("task") or ""),
-            role=str(body.get("role") or ""),
-            num_agents=int_param(body, "num_agents", 0),
-            rounds=int_param(body, "rounds", 0),
-            constraints=constraints,
-        )
-        return await self._rpc(self._servicer.Deliberate, req)
+        new = new_deliberation(await json_body(request))
+
+        async def submit() -> pb.DeliberateResponse:
+            stored, _ = await self.services.deliberations.submit(new)
+            return _mapping.deliberate_response(stored)
+
+        return await act("Deliberate", new.task_id, submit)
 
     async def _cancel(self, request: web.Request) -> web.Response:
         body = await json_body(request)
-        req = pb.CancelDeliberationRequest(
-            task_id=request.match_info["task_id"], reason=str(body.get("reason") or "")
-        )
-        return await self._rpc(self._servicer.CancelDeliberation, req)
+        task, reason = request.match_info["task_id"], str(body.get("reason") or "")
+
+        async def cancel() -> pb.CancelDeliberationResponse:
+            return _mapping.cancel_response(await self.services.deliberations.cancel(task, reason))
+
+        return await act("CancelDeliberation", task, cancel)
 
     async def _approve(self, request: web.Request) -> web.Response:
         body = await json_body(request)
@@ -346,10 +342,4 @@ class WebConsole:
             response = await call(method, req)
         except WebRefused as e:
             return error(e.http_status, e.message)
-        return web.json_response(
-            MessageToDict(
-                response,
-                preserving_proto_field_name=True,
-                always_print_fields_with_no_presence=True,
-            )
-        )
+        return as_json(response)
