@@ -1,5 +1,6 @@
-"""The console's actions call the application's commands (``application.deliberations``), the
-same ones the RPCs call; what a command refuses becomes an HTTP status here, in one table.
+"""The console's actions and reads call the application's commands (``application.deliberations``)
+and queries (``application.queries``), the same ones the RPCs call; what they refuse becomes an
+HTTP status here, in one table.
 
 "Not found" is not in it: the console's ``not_found_is_404`` middleware answers every one. The
 statuses are those the console answered when it went through the servicer (a gRPC status, then
@@ -23,7 +24,7 @@ from aggregates import (
     deliberation_id,
 )
 from application.admission import InFlightBoundError
-from application.errors import NotFoundError, ServiceUnavailableError
+from application.errors import NotFoundError, QueryRefusedError, ServiceUnavailableError
 from fleet import logs
 from fleet.telemetry import span
 from fleet.web._security import error
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 HTTP_STATUS: Mapping[type[Exception], int] = {
     InvalidDeliberationError: 400,
+    QueryRefusedError: 400,
     DeliberationClosedError: 409,
     CouncilStateError: 409,
     ServiceUnavailableError: 503,

@@ -1,10 +1,12 @@
 """The web console: an aiohttp app served by the node, next to the gRPC API and behind its token.
 
 It is a client of the same parts the API serves (``ApiServices``): a submit or a cancel calls the
-commands the RPCs call (``ApiServices.deliberations``, through ``_actions``, which maps their
-refusals to HTTP statuses), so one from the browser is validated and recorded exactly as a
-``Deliberate`` call is. Plan approval, node status, a result, the councils' members, queries and
-verification still go through the servicer methods the RPCs run (``_calls``). Reads of one
+commands the RPCs call (``ApiServices.deliberations``), a result or a Cypher query the queries
+they call (``ApiServices.queries``), through ``_actions``, which maps their refusals to HTTP
+statuses; so a submit from the browser is validated and recorded exactly as a ``Deliberate``
+call is. Plan approval, node status, the councils' members and verification still go through
+the servicer methods the RPCs run (``_calls``): their logic or their answer's shape lives in
+the servicer or the plan dispatcher. Reads of one
 deliberation fold its events (``application.timeline``), the list pages over the history graph
 (``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
 is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
@@ -14,7 +16,6 @@ Loop affinity: the node's loop (``start`` and ``close`` on it).
 
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -207,8 +208,13 @@ class WebConsole:
 
     async def _result(self, request: web.Request) -> web.Response:
         """GetDeliberationResult, as the API answers it (JSON of the proto message)."""
-        req = pb.GetDeliberationResultRequest(task_id=request.match_info["task_id"])
-        return await self._rpc(self._servicer.GetDeliberationResult, req)
+        task = request.match_info["task_id"]
+
+        async def result() -> pb.GetDeliberationResultResponse:
+            view = await self.services.queries.result(_mapping.task_id(task))
+            return _mapping.result_response(view)
+
+        return await act("GetDeliberationResult", task, result)
 
     async def _plans(self, request: web.Request) -> web.Response:
         """Plans with their story and their deliberations per role (from the history graph)."""
@@ -277,12 +283,16 @@ class WebConsole:
         params = body.get("params") or {}
         if not isinstance(params, dict):
             return error(400, "params: must be a JSON object")
-        req = pb.QueryHistoryRequest(
-            cypher=str(body.get("cypher", "")),
-            params_json={str(k): json.dumps(v) for k, v in params.items()},
-            limit=int_param(body, "limit", 0),
-        )
-        return await self._rpc(self._servicer.QueryHistory, req)
+        cypher = str(body.get("cypher", ""))
+        limit = int_param(body, "limit", 0)
+
+        async def query() -> pb.QueryHistoryResponse:
+            q = await self.services.queries.cypher(
+                cypher, {str(k): v for k, v in params.items()}, limit
+            )
+            return _mapping.query_response(q)
+
+        return await act("QueryHistory", "", query)
 
     # ---------------------------------------------------------------------------- actions
 

@@ -12,7 +12,11 @@ from google.protobuf.message import Message
 from aggregates import CouncilStateError, DeliberationClosedError, InvalidDeliberationError
 from application.admission import InFlightBoundError
 from application.deliberations import NewDeliberation
-from application.errors import DeliberationNotFoundError, ServiceUnavailableError
+from application.errors import (
+    DeliberationNotFoundError,
+    QueryRefusedError,
+    ServiceUnavailableError,
+)
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web._actions import act
 from fleet.web._requests import new_deliberation
@@ -42,6 +46,7 @@ def test_a_field_that_is_not_a_whole_number_is_a_400_naming_it() -> None:
     ("refusal", "status"),
     [
         (InvalidDeliberationError("num_agents", "99 not in 1..16"), 400),
+        (QueryRefusedError("cypher: the query is empty"), 400),
         (CouncilStateError("role", "the QA role has no council"), 409),
         (DeliberationClosedError("t-1 already ended"), 409),
         (ServiceUnavailableError("no graph"), 503),
