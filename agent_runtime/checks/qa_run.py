@@ -24,13 +24,12 @@ from agent_runtime.checks.applicability import not_applicable
 from agent_runtime.checks.execution import OUTPUT_CHARS, SuiteResult, run_candidate
 from agent_runtime.checks.role_checks.blocks import blocks_of
 from agent_runtime.checks.sandbox import Sandbox, SandboxLimits
+from aggregates.task_code import REFERENCE_KEY
 from aggregates.values import CheckOutcome
 
 __all__ = ["NAME", "REFERENCE_KEY", "test_run_check"]
 
 NAME = "test_run"
-REFERENCE_KEY = "reference_code"
-"""The key of ``TaskConstraints.metadata`` that carries the code a QA task's tests are for."""
 _SUITE = "qa"
 
 

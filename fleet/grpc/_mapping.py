@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import UTC, datetime
 
-from agent_runtime.checks.qa_run import REFERENCE_KEY
 from aggregates import (
     Deliberation,
     DeliberationStatus,
     InvalidDeliberationError,
     Role,
 )
+from aggregates.ids import check_task_id
 from aggregates.plan import check_plan_id
-from application.councils import CouncilView
+from application.deliberations import NewDeliberation
 from application.listing import ListFilter, Page
 from application.queries import QueryResult
 from application.timeline import History, to_json
 from application.views import DeliberationView, FailureView, ResultView
 from application.watch import Progress
-from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
 from fleet import __version__
 from fleet.client import AGENT_ERROR_TAG, FAILED_AGENTS_TAG
 from fleet.grpc._check_suite import check_suite
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-
-TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
 
 STATUS_TO_PB: dict[DeliberationStatus, int] = {
     DeliberationStatus.PENDING: pb.DELIBERATION_STATUS_PENDING,
@@ -40,11 +36,7 @@ STATUS_TO_PB: dict[DeliberationStatus, int] = {
 
 
 def task_id(raw: str, *, field: str = "task_id") -> str:
-    if not TASK_ID.match(raw):
-        raise InvalidDeliberationError(
-            field, f"{raw[:40]!r} is not a task id (1-128 of letters, digits, . _ : @ / -)"
-        )
-    return raw
+    return check_task_id(raw, field=field)
 
 
 def plan_id(raw: str) -> str:
@@ -201,84 +193,42 @@ def query_response(q: QueryResult) -> pb.QueryHistoryResponse:
     )
 
 
-MAX_ACCEPTANCE_TESTS_CHARS = 64 * 1024
-
-
-def _check_python(key: str, code: str, *, tests: bool) -> None:
-    """Acceptance tests (``tests``) or reference code the sandbox could not even load are the
-    caller's mistake: said now, naming the field, rather than failing every candidate later."""
-    field = f"constraints.metadata.{key}"
-    if not code:
-        return
-    if len(code) > MAX_ACCEPTANCE_TESTS_CHARS:
-        raise InvalidDeliberationError(field, f"longer than {MAX_ACCEPTANCE_TESTS_CHARS} chars")
-    try:
-        compile(code, key, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        raise InvalidDeliberationError(field, f"line {e.lineno}: {e.msg}") from None
-    except ValueError as e:
-        raise InvalidDeliberationError(field, f"does not compile: {e}") from None
-    if tests and "def test" not in code:
-        raise InvalidDeliberationError(field, "defines no test function (def test_…)")
-
-
-def new_deliberation(
-    request: pb.DeliberateRequest,
-    *,
-    now: datetime,
-    default_timeout_s: int,
-    new_task_id: str,
-    trace_context: str = "",
-    council: CouncilView | None = None,
-) -> Deliberation:
-    """DeliberateRequest → a new Deliberation aggregate (validated by the aggregate itself).
-
-    What the request leaves unset comes from the role's ``council`` (its rounds and peer-review
-    setting), else the seed's defaults (one round, peer review on);
-    ``constraints.max_iterations`` caps the rounds, whichever gave them.
-    """
+def new_deliberation(request: pb.DeliberateRequest) -> NewDeliberation:
+    """DeliberateRequest → the command's input (validated by ``DeliberationCommands``)."""
     c = request.constraints
-    if c.timeout_seconds < 0:
-        raise InvalidDeliberationError(
-            "constraints.timeout_seconds", f"{c.timeout_seconds} must be >= 0 (0: default)"
-        )
-    if request.num_agents < 0:
-        raise InvalidDeliberationError("num_agents", f"{request.num_agents} not in 1..16")
-    if request.rounds < 0:
-        raise InvalidDeliberationError("rounds", f"{request.rounds} not in 1..5")
-    if c.max_iterations < 0:
-        raise InvalidDeliberationError(
-            "constraints.max_iterations", f"{c.max_iterations} must be >= 0 (0: no cap)"
-        )
-    rounds = request.rounds or (council.deliberation_rounds if council else 1)
-    if c.max_iterations:
-        rounds = min(rounds, c.max_iterations)
-    _check_python(ACCEPTANCE_TESTS_KEY, c.metadata.get(ACCEPTANCE_TESTS_KEY, ""), tests=True)
-    _check_python(REFERENCE_KEY, c.metadata.get(REFERENCE_KEY, ""), tests=False)
-    tid = task_id(request.task_id) if request.task_id else new_task_id
-    return Deliberation.request(
-        task_id=tid,
-        task=request.task_description,
+    return NewDeliberation(
+        task_description=request.task_description,
         role=request.role,
-        num_agents=request.num_agents or 3,  # proto3 default 0 means "not set": the seed's default
-        rounds=rounds,
-        requested_at=now,
-        timeout_seconds=c.timeout_seconds or default_timeout_s,
+        task_id=request.task_id,
+        num_agents=request.num_agents,
+        rounds=request.rounds,
+        timeout_seconds=c.timeout_seconds,
+        max_iterations=c.max_iterations,
         rubric=c.rubric,
-        requirements=list(c.requirements),
+        requirements=tuple(c.requirements),
         metadata=dict(c.metadata),
-        plan_id=c.metadata.get("plan_id", ""),
-        story_id=c.metadata.get("story_id", ""),
         requested_by=c.metadata.get("requested_by", "grpc"),
-        trace_context=trace_context,
-        peer_review=council.enable_peer_review if council else True,
     )
 
 
-# ------------------------------------------------------------------ streaming, listing, cancel
+def deliberate_response(d: Deliberation) -> pb.DeliberateResponse:
+    return pb.DeliberateResponse(
+        task_id=d.task_id,
+        status=STATUS_TO_PB[d.status],  # type: ignore[arg-type]
+        metadata=metadata(),
+    )
+
+
+def cancel_response(d: Deliberation) -> pb.CancelDeliberationResponse:
+    return pb.CancelDeliberationResponse(
+        task_id=d.task_id,
+        status=STATUS_TO_PB[d.status],  # type: ignore[arg-type]
+    )
+
+
+# ------------------------------------------------------------------ streaming, listing
 
 PB_TO_STATUS: dict[int, DeliberationStatus] = {v: k for k, v in STATUS_TO_PB.items()}
-MAX_REASON_BYTES = 1024
 
 
 def update(p: Progress, role: str) -> pb.DeliberationUpdate:
@@ -354,9 +304,3 @@ def _status_pb(name: str) -> int:
         return STATUS_TO_PB[DeliberationStatus(name)]
     except ValueError:  # a status the graph has and this version does not know
         return pb.DELIBERATION_STATUS_UNKNOWN
-
-
-def cancel_reason(raw: str) -> str:
-    if len(raw.encode()) > MAX_REASON_BYTES:
-        raise InvalidDeliberationError("reason", f"longer than {MAX_REASON_BYTES} bytes")
-    return raw.strip()

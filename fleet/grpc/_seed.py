@@ -6,12 +6,12 @@ mapping reads on its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
 from aggregates import Deliberation, InvalidDeliberationError, Role
 from application.councils import CouncilView
+from application.deliberations import NewDeliberation
 from application.views import view_from_aggregate
 from dispatchers.context import SECTIONS
 from fleet.grpc import _mapping
@@ -106,10 +106,7 @@ ORCHESTRATE_PARAMS = ("architect_k", "num_agents")
 def new_orchestration(
     request: pb.OrchestrateRequest,
     *,
-    now: datetime,
-    default_timeout_s: int,
-    new_task_id: str,
-    trace_context: str = "",
+    build: Callable[[NewDeliberation], Deliberation],
     council: CouncilView | None = None,
 ) -> Deliberation:
     """OrchestrateRequest → a new Deliberation marked as an orchestration (not yet saved).
@@ -146,14 +143,7 @@ def new_orchestration(
             meta[key] = value.strip()
     meta.setdefault("source", "orchestrate")
     context = context_options(request)
-    d = _mapping.new_deliberation(
-        plain,
-        now=now,
-        default_timeout_s=default_timeout_s,
-        new_task_id=new_task_id,
-        trace_context=trace_context,
-        council=council,
-    )
+    d = build(_mapping.new_deliberation(plain))
     if request.HasField("options"):
         peer_review = options.enable_peer_review
     else:

@@ -6,16 +6,17 @@ that does not serve them, and the RPCs that need them answer UNAVAILABLE there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime
 from agent_runtime.checks.sandbox import SandboxState
-from aggregates import CouncilStateError, Deliberation, Role
 from application.admission import InFlightBound
 from application.council_store import CouncilEventStore
 from application.councils import CouncilView
+from application.deliberations import DeliberationCommands
 from application.listing import DeliberationListing
 from application.ports import CouncilDirectory, NodeStore, PlanDeliberationStore
 from application.queries import DeliberationQueries
@@ -26,6 +27,7 @@ from dispatchers.plans import PlanOptions
 from fleet.endpoints import Endpoints
 from fleet.health import NodeHealth
 from fleet.projection_service import ProjectionControl
+from fleet.telemetry import current_traceparent
 
 
 def _utc_now() -> datetime:
@@ -77,31 +79,15 @@ class ApiServices:
     """The bound on open deliberations new submissions meet (``FLEET_MAX_IN_FLIGHT``); None:
     unbounded."""
 
-    async def submit(self, d: Deliberation) -> tuple[Deliberation, bool]:
-        """Record a new deliberation (Deliberate, Orchestrate, DeliberateForBacklogReview):
-        (the stored one, created?), idempotent on its id.
-
-        Raises:
-            InFlightBoundError: the bound on open deliberations is reached; nothing recorded.
-        """
-        if self.in_flight is None:
-            return await self.store.create(d)
-        return await self.in_flight.admit(d.id, lambda: self.store.create(d))
-
-    async def council_for(self, role: str) -> CouncilView | None:
-        """The council a new deliberation of ``role`` takes its defaults (rounds, peer review)
-        from; None on a node that reads no councils (the seed's defaults then hold).
-
-        Raises:
-            InvalidDeliberationError: an unknown role (naming ``role``).
-            CouncilStateError: the role has no council, or an empty one: no agents would
-                deliberate, and Fleet invents none (FAILED_PRECONDITION naming ``role``).
-        """
-        r = Role.parse(role).value
-        if self.councils is None:
-            return None
-        council = await self.councils.council(r)
-        if council is None or not council.agents:
-            why = "no council" if council is None else "an empty council"
-            raise CouncilStateError("role", f"the {r} role has {why}: no agents to deliberate")
-        return council
+    @functools.cached_property
+    def deliberations(self) -> DeliberationCommands:
+        """Submit and cancel (Deliberate, Orchestrate, DeliberateForBacklogReview,
+        CancelDeliberation, the web console's actions), built from the fields above."""
+        return DeliberationCommands(
+            self.store,
+            default_timeout_s=self.default_timeout_s,
+            clock=self.clock,
+            councils=self.councils,
+            in_flight=self.in_flight,
+            trace_context=current_traceparent,  # the dispatcher's work joins the caller's trace
+        )

@@ -6,7 +6,6 @@ without them those RPCs answer UNAVAILABLE.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import TypeVar
@@ -18,9 +17,7 @@ from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated, translated_stream
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.telemetry import current_traceparent
 
-log = logging.getLogger(__name__)
 P = TypeVar("P")
 
 
@@ -35,34 +32,14 @@ class DeliberationRpcs:
     services: ApiServices
 
     async def _create(self, request: pb.DeliberateRequest) -> Deliberation:
-        s = self.services
-        d = _mapping.new_deliberation(
-            request,
-            now=s.clock(),
-            default_timeout_s=s.default_timeout_s,
-            new_task_id=uuid.uuid4().hex,
-            trace_context=current_traceparent(),  # the dispatcher's work joins this call's trace
-            council=await s.council_for(request.role),
-        )
-        stored, created = await s.submit(d)
-        log.info(
-            "deliberation %s (task %s) %s",
-            stored.id,
-            stored.task_id,
-            "requested" if created else "already requested",
-        )
+        stored, _ = await self.services.deliberations.submit(_mapping.new_deliberation(request))
         return stored
 
     @translated
     async def Deliberate(
         self, request: pb.DeliberateRequest, context: Ctx
     ) -> pb.DeliberateResponse:
-        stored = await self._create(request)
-        return pb.DeliberateResponse(
-            task_id=stored.task_id,
-            status=_mapping.STATUS_TO_PB[stored.status],  # type: ignore[arg-type]
-            metadata=_mapping.metadata(),
-        )
+        return _mapping.deliberate_response(await self._create(request))
 
     @translated
     async def GetDeliberationResult(
@@ -118,16 +95,5 @@ class DeliberationRpcs:
         self, request: pb.CancelDeliberationRequest, context: Ctx
     ) -> pb.CancelDeliberationResponse:
         """CANCELLED now; FAILED_PRECONDITION when it already ended, NOT_FOUND when unknown."""
-        task = _mapping.task_id(request.task_id)
-        reason = _mapping.cancel_reason(request.reason) or "cancelled by a client"
-
-        def cancel(d: Deliberation) -> Deliberation:
-            d.cancel(reason)
-            return d
-
-        d = await self.services.store.update(deliberation_id(task), cancel)
-        log.info("deliberation %s (task %s) cancelled: %s", d.id, task, reason)
-        return pb.CancelDeliberationResponse(
-            task_id=task,
-            status=_mapping.STATUS_TO_PB[d.status],  # type: ignore[arg-type]
-        )
+        d = await self.services.deliberations.cancel(request.task_id, request.reason)
+        return _mapping.cancel_response(d)

@@ -11,15 +11,12 @@ for the same deliberation.
 from __future__ import annotations
 
 import logging
-import uuid
 
-from aggregates import Deliberation
 from application.errors import ServiceUnavailableError
 from fleet.grpc import _mapping, _seed
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.telemetry import current_traceparent
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +36,12 @@ class OrchestrationRpcs:
         hub = s.watch
         if hub is None:
             raise ServiceUnavailableError("this node does not serve 'watch' (Orchestrate waits)")
+        commands = s.deliberations
+        council = await commands.council_for(request.role)
         d = _seed.new_orchestration(
-            request,
-            now=s.clock(),
-            default_timeout_s=s.default_timeout_s,
-            new_task_id=uuid.uuid4().hex,
-            trace_context=current_traceparent(),
-            council=await s.council_for(request.role),
+            request, build=lambda new: commands.build(new, council), council=council
         )
-        stored, created = await s.submit(d)
+        stored, created = await commands.record(d)
         log.info("orchestration %s (task %s) %s", stored.id, stored.task_id, _said(created))
         async for _ in hub.watch(stored.id):  # ends after the terminal event
             pass
@@ -61,25 +55,15 @@ class OrchestrationRpcs:
         the role and story come from the id (INVALID_ARGUMENT naming ``task_id`` when it is
         malformed, ``role`` when the request's role disagrees with it)."""
         plain, task = _seed.backlog_request(request)
-        s = self.services
-        d: Deliberation = _mapping.new_deliberation(
-            plain,
-            now=s.clock(),
-            default_timeout_s=s.default_timeout_s,
-            new_task_id=plain.task_id,
-            trace_context=current_traceparent(),
-            council=await s.council_for(plain.role),
-        )
-        stored, created = await s.submit(d)
+        commands = self.services.deliberations
+        council = await commands.council_for(plain.role)
+        d = commands.build(_mapping.new_deliberation(plain), council)
+        stored, created = await commands.record(d)
         log.info("backlog review %s (story %s) %s", stored.task_id, task.story_id, _said(created))
-        meta = _mapping.metadata()
-        meta.execution_id = str(stored.id)
-        meta.tags.update({"ceremony_id": task.ceremony_id, "story_id": task.story_id})
-        return pb.DeliberateResponse(
-            task_id=stored.task_id,
-            status=_mapping.STATUS_TO_PB[stored.status],  # type: ignore[arg-type]
-            metadata=meta,
-        )
+        response = _mapping.deliberate_response(stored)
+        response.metadata.execution_id = str(stored.id)
+        response.metadata.tags.update({"ceremony_id": task.ceremony_id, "story_id": task.story_id})
+        return response
 
 
 def _said(created: bool) -> str:

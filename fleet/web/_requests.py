@@ -1,5 +1,6 @@
-"""What the web console reads from a request: the list's filters, whole-number parameters and
-JSON bodies, each refused with a 400 that names the bad part, before any servicer is called."""
+"""What the web console reads from a request: the list's filters, whole-number parameters, JSON
+bodies and a new deliberation, each refused with a 400 that names the bad part, before any
+command or servicer is called."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from aiohttp import web
 
 from aggregates import DeliberationStatus, InvalidDeliberationError
+from aggregates.task_code import ACCEPTANCE_TESTS_KEY
+from application.deliberations import NewDeliberation
 from application.listing import MAX_PAGE_SIZE, ListFilter
 
 
@@ -78,3 +81,21 @@ async def json_body(request: web.Request) -> dict[str, Any]:
             content_type="application/json",
         )
     return body
+
+
+def new_deliberation(body: Mapping[str, Any]) -> NewDeliberation:
+    """The submit form's JSON as the command's input (the command validates what it means)."""
+    requirements = tuple(str(r) for r in body.get("requirements") or [])
+    timeout_seconds = int_param(body, "timeout_seconds", 0)
+    tests = str(body.get("acceptance_tests") or "")
+    return NewDeliberation(
+        task_id=str(body.get("task_id") or ""),
+        task_description=str(body.get("task") or ""),
+        role=str(body.get("role") or ""),
+        num_agents=int_param(body, "num_agents", 0),
+        rounds=int_param(body, "rounds", 0),
+        timeout_seconds=timeout_seconds,
+        requirements=requirements,
+        metadata={ACCEPTANCE_TESTS_KEY: tests} if tests else {},
+        requested_by="grpc",  # what the console's submits recorded when it called the RPC
+    )

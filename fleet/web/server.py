@@ -1,8 +1,12 @@
 """The web console: an aiohttp app served by the node, next to the gRPC API and behind its token.
 
-It is a client of the same parts the API serves (``ApiServices``): actions and node status go
-through the very servicer methods the RPCs run (``_calls``), so a submit from the browser is
-validated, authorised and recorded exactly as a ``Deliberate`` call is; reads of one
+It is a client of the same parts the API serves (``ApiServices``): a submit or a cancel calls the
+commands the RPCs call (``ApiServices.deliberations``), a result or a Cypher query the queries
+they call (``ApiServices.queries``), through ``_actions``, which maps their refusals to HTTP
+statuses; so a submit from the browser is validated and recorded exactly as a ``Deliberate``
+call is. Plan approval, node status, the councils' members and verification still go through
+the servicer methods the RPCs run (``_calls``): their logic or their answer's shape lives in
+the servicer or the plan dispatcher. Reads of one
 deliberation fold its events (``application.timeline``), the list pages over the history graph
 (``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
 is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
@@ -12,7 +16,6 @@ Loop affinity: the node's loop (``start`` and ``close`` on it).
 
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -27,13 +30,15 @@ from aggregates import InvalidDeliberationError, deliberation_id
 from application.errors import NotFoundError
 from application.ports import CouncilDirectory
 from application.rows import as_int
+from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web import _live, _present, _vocabulary
+from fleet.web._actions import act, as_json
 from fleet.web._calls import WebRefused, call
-from fleet.web._requests import int_param, json_body, list_filter
+from fleet.web._requests import int_param, json_body, list_filter, new_deliberation
 from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
@@ -203,8 +208,13 @@ class WebConsole:
 
     async def _result(self, request: web.Request) -> web.Response:
         """GetDeliberationResult, as the API answers it (JSON of the proto message)."""
-        req = pb.GetDeliberationResultRequest(task_id=request.match_info["task_id"])
-        return await self._rpc(self._servicer.GetDeliberationResult, req)
+        task = request.match_info["task_id"]
+
+        async def result() -> pb.GetDeliberationResultResponse:
+            view = await self.services.queries.result(_mapping.task_id(task))
+            return _mapping.result_response(view)
+
+        return await act("GetDeliberationResult", task, result)
 
     async def _plans(self, request: web.Request) -> web.Response:
         """Plans with their story and their deliberations per role (from the history graph)."""
@@ -273,40 +283,36 @@ class WebConsole:
         params = body.get("params") or {}
         if not isinstance(params, dict):
             return error(400, "params: must be a JSON object")
-        req = pb.QueryHistoryRequest(
-            cypher=str(body.get("cypher", "")),
-            params_json={str(k): json.dumps(v) for k, v in params.items()},
-            limit=int_param(body, "limit", 0),
-        )
-        return await self._rpc(self._servicer.QueryHistory, req)
+        cypher = str(body.get("cypher", ""))
+        limit = int_param(body, "limit", 0)
+
+        async def query() -> pb.QueryHistoryResponse:
+            q = await self.services.queries.cypher(
+                cypher, {str(k): v for k, v in params.items()}, limit
+            )
+            return _mapping.query_response(q)
+
+        return await act("QueryHistory", "", query)
 
     # ---------------------------------------------------------------------------- actions
 
     async def _submit(self, request: web.Request) -> web.Response:
-        body = await json_body(request)
-        constraints = pb.TaskConstraints(
-            requirements=[str(r) for r in body.get("requirements") or []],
-            timeout_seconds=int_param(body, "timeout_seconds", 0),
-        )
-        tests = str(body.get("acceptance_tests") or "")
-        if tests:
-            constraints.metadata["acceptance_tests"] = tests
-        req = pb.DeliberateRequest(
-            task_id=str(body.get("task_id") or ""),
-            task_description=str(body.get("task") or ""),
-            role=str(body.get("role") or ""),
-            num_agents=int_param(body, "num_agents", 0),
-            rounds=int_param(body, "rounds", 0),
-            constraints=constraints,
-        )
-        return await self._rpc(self._servicer.Deliberate, req)
+        new = new_deliberation(await json_body(request))
+
+        async def submit() -> pb.DeliberateResponse:
+            stored, _ = await self.services.deliberations.submit(new)
+            return _mapping.deliberate_response(stored)
+
+        return await act("Deliberate", new.task_id, submit)
 
     async def _cancel(self, request: web.Request) -> web.Response:
         body = await json_body(request)
-        req = pb.CancelDeliberationRequest(
-            task_id=request.match_info["task_id"], reason=str(body.get("reason") or "")
-        )
-        return await self._rpc(self._servicer.CancelDeliberation, req)
+        task, reason = request.match_info["task_id"], str(body.get("reason") or "")
+
+        async def cancel() -> pb.CancelDeliberationResponse:
+            return _mapping.cancel_response(await self.services.deliberations.cancel(task, reason))
+
+        return await act("CancelDeliberation", task, cancel)
 
     async def _approve(self, request: web.Request) -> web.Response:
         body = await json_body(request)
@@ -346,10 +352,4 @@ class WebConsole:
             response = await call(method, req)
         except WebRefused as e:
             return error(e.http_status, e.message)
-        return web.json_response(
-            MessageToDict(
-                response,
-                preserving_proto_field_name=True,
-                always_print_fields_with_no_presence=True,
-            )
-        )
+        return as_json(response)
