@@ -81,22 +81,24 @@ async def _with_keepalive(source: AsyncIterator[_T]) -> AsyncGenerator[_T | None
 
 
 async def stream_all(request: web.Request, hub: WatchHub) -> web.StreamResponse:
-    """Every event the node routes, from now on."""
-    response = await _open(request)
+    """Every event the node routes, from the moment the page has the response's headers: the
+    hub's queue is subscribed before they are sent, so a page that reads its list once the
+    stream is open misses nothing in between (the page draws what arrives meanwhile after)."""
+    async with hub.subscribe(None) as q:
+        response = await _open(request)
 
-    async def events() -> AsyncIterator[object]:  # the hub's events, then its close marker
-        async with hub.subscribe(None) as q:
+        async def events() -> AsyncIterator[object]:  # the hub's events, then its close marker
             while True:
                 yield await q.get()
 
-    # Closed at once when the browser goes (not when the collector gets to it): the hub's
-    # queue for this page is dropped with it.
-    async with contextlib.aclosing(_with_keepalive(events())) as items:
-        with contextlib.suppress(ConnectionResetError):
-            async for e in items:
-                if e is not None and not hasattr(e, "originator_id"):
-                    break  # the hub closed (the node is stopping)
-                await _send(response, None if e is None else feed_json(cast("FleetEvent", e)))
+        # Closed at once when the browser goes (not when the collector gets to it): the hub's
+        # queue for this page is dropped with it.
+        async with contextlib.aclosing(_with_keepalive(events())) as items:
+            with contextlib.suppress(ConnectionResetError):
+                async for e in items:
+                    if e is not None and not hasattr(e, "originator_id"):
+                        break  # the hub closed (the node is stopping)
+                    await _send(response, None if e is None else feed_json(cast("FleetEvent", e)))
     return response
 
 

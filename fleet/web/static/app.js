@@ -38,6 +38,11 @@ async function listPage() {
   form, counts, table, more);
   const query = new URLSearchParams({ ...f, page_size: "50", page_token: pageToken });
   for (const [k, v] of [...query.entries()]) if (!v) query.delete(k);
+  // Live first, then the page: what lands while the page is read waits in `early` and is applied
+  // once the rows are drawn, so nothing falls between the page and the stream.
+  let onLive = null;
+  const early = [];
+  await new Promise((opened) => stream("/api/stream", (ev) => (onLive ? onLive(ev) : early.push(ev)), pageAbort.signal, opened));
   let page, shown = [];
   try { page = await api(`/api/deliberations?${query}`); } catch (e) { return render(el("p", { class: "error" }, e.message)); }
   shown = page.items;
@@ -52,8 +57,9 @@ async function listPage() {
     try { showCounts(counts, (await api(`/api/deliberations?page_size=1`)).counts); } catch (e) { /* shown next time */ }
   }, 500);
   const filtered = Object.values(f).some(Boolean) || pageToken;
-  stream("/api/stream", (ev) => {
-    if (ev.type === "Requested" && !filtered) {
+  onLive = (ev) => {
+    const known = tbody.querySelector(`tr[data-id="${CSS.escape(ev.deliberation_id)}"]`);
+    if (ev.type === "Requested" && !filtered && !known) {
       const d = ev.data;
       tbody.prepend(listRow({ deliberation_id: ev.deliberation_id, task_id: d.task_id, role: d.role,
         status: "PENDING", num_agents: d.num_agents, rounds: d.rounds, created_at: ev.at, winner: "",
@@ -67,7 +73,8 @@ async function listPage() {
       if (ev.type === "Completed") row.querySelector(".winner").textContent = ev.data.winner;
     }
     if (["Requested", "Started", "Completed", "Failed", "TimedOut", "Cancelled"].includes(ev.type)) refreshCounts();
-  }, pageAbort.signal);
+  };
+  early.splice(0).forEach(onLive);
 }
 
 function showCounts(node, counts) {

@@ -106,14 +106,16 @@ function askToken() {
   );
 }
 
-// Server-sent events over fetch (EventSource cannot send the token header).
-async function stream(path, onEvent, signal) {
+// Server-sent events over fetch (EventSource cannot send the token header). `onOpen` is called
+// when the server has subscribed this stream (its headers arrived), and at the latest when it ends.
+async function stream(path, onEvent, signal, onOpen = () => {}) {
   const headers = {};
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = `Bearer ${token}`;
   const live = document.getElementById("live");
   try {
     const res = await fetch(path, { headers, signal });
+    onOpen();
     if (!res.ok) return;
     live.classList.add("on");
     const reader = res.body.getReader();
@@ -134,6 +136,7 @@ async function stream(path, onEvent, signal) {
   } catch (e) {
     if (e.name !== "AbortError") notice(`live updates stopped: ${e.message}`);
   } finally {
+    onOpen(); // a stream that never opened must not hold its page back
     live.classList.remove("on");
   }
 }

@@ -127,6 +127,7 @@ async def test_pages_carry_a_strict_content_security_policy(console: Console) ->
 async def test_the_list_grows_live_when_a_deliberation_lands(console: Console) -> None:
     page = await console.page()
     await page.wait_for_selector("#deliberations")
+    await page.wait_for_selector("#live.on")  # the stream is subscribed: what lands now is shown
     await console.client.deliberate("write fib", task_id="web-live-1", num_agents=3)
     row = page.locator('tr[data-task="web-live-1"]')
     await row.wait_for(timeout=5000)
