@@ -4,7 +4,8 @@ HTTP status here, in one table.
 
 "Not found" is not in it: the console's ``not_found_is_404`` middleware answers every one. The
 statuses are those the console answered when it went through the servicer (a gRPC status, then
-``_calls.HTTP_STATUS``), so a page or script sees no difference.
+``_calls.HTTP_STATUS``), but for the in-flight bound: 429 Too Many Requests, where the servicer's
+table had no status for RESOURCE_EXHAUSTED and answered 500.
 """
 
 from __future__ import annotations
@@ -39,9 +40,7 @@ HTTP_STATUS: Mapping[type[Exception], int] = {
     ServiceUnavailableError: 503,
     OperationalError: 503,
     TimeoutError: 504,
-    # RESOURCE_EXHAUSTED had no HTTP status in the servicer's table, so this answered 500; 503
-    # (or 429) would tell a script to retry later.
-    InFlightBoundError: 500,
+    InFlightBoundError: 429,  # the node's bound on open work (named in the message): retry later
 }
 
 

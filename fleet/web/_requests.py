@@ -97,5 +97,5 @@ def new_deliberation(body: Mapping[str, Any]) -> NewDeliberation:
         timeout_seconds=timeout_seconds,
         requirements=requirements,
         metadata={ACCEPTANCE_TESTS_KEY: tests} if tests else {},
-        requested_by="grpc",  # what the console's submits recorded when it called the RPC
+        requested_by="web",  # recorded in Requested: who asked (the RPCs record "grpc")
     )

@@ -31,7 +31,7 @@ def test_the_submit_form_becomes_the_commands_input() -> None:
     assert new_deliberation(body) == NewDeliberation(
         task_description="Write fib(n)", role="DEV", task_id="web-1", num_agents=2, rounds=3,
         timeout_seconds=90, requirements=("fast", "7"),
-        metadata={"acceptance_tests": "def test_x():\n    pass\n"}, requested_by="grpc",
+        metadata={"acceptance_tests": "def test_x():\n    pass\n"}, requested_by="web",
     )  # fmt: skip
     assert new_deliberation({}).metadata == {}
 
@@ -51,7 +51,7 @@ def test_a_field_that_is_not_a_whole_number_is_a_400_naming_it() -> None:
         (DeliberationClosedError("t-1 already ended"), 409),
         (ServiceUnavailableError("no graph"), 503),
         (TimeoutError("too slow"), 504),
-        (InFlightBoundError("3 deliberations are open"), 500),
+        (InFlightBoundError("3 deliberations are open"), 429),
     ],
 )
 async def test_a_refusal_answers_its_status_with_the_commands_message(
