@@ -16,7 +16,9 @@ from aggregates.errors import InvalidDeliberationError
 __all__ = ["ACCEPTANCE_TESTS_KEY", "MAX_TASK_CODE_CHARS", "REFERENCE_KEY", "check_task_code"]
 
 ACCEPTANCE_TESTS_KEY = "acceptance_tests"
-"""The metadata key of the tests every candidate answer must pass (``dispatchers.protocol``)."""
+"""The key of ``TaskConstraints.metadata`` that carries the tests every candidate answer must
+pass (the seed's clients can send them there; ``fleet deliberate --tests`` does); the dispatcher
+hands them to the checks (``dispatchers.calls``)."""
 REFERENCE_KEY = "reference_code"
 """The metadata key of the code a QA task's tests are for (``agent_runtime.checks.qa_run``)."""
 MAX_TASK_CODE_CHARS = 64 * 1024

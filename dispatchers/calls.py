@@ -23,8 +23,9 @@ from agent_runtime.api import (
     Sampling,
 )
 from aggregates import AgentAnswer, AgentId, Deliberation
+from aggregates.task_code import ACCEPTANCE_TESTS_KEY
 from dispatchers.environment import DriverEnvironment
-from dispatchers.protocol import ACCEPTANCE_TESTS_KEY, latest_proposals
+from dispatchers.protocol import latest_proposals
 
 __all__ = ["AgentCalls"]
 

@@ -16,12 +16,7 @@ from agent_runtime.api import Assessment, AssessmentInput
 from aggregates import AgentId, Deliberation
 from dispatchers.councils import Seating
 
-ACCEPTANCE_TESTS_KEY = "acceptance_tests"
-"""The key of ``TaskConstraints.metadata`` that carries a task's acceptance tests (the seed's
-clients can send them there; ``fleet deliberate --tests`` does)."""
-
 __all__ = [
-    "ACCEPTANCE_TESTS_KEY",
     "StaleCopyError",
     "complete",
     "decision",

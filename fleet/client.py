@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 
-from dispatchers.protocol import ACCEPTANCE_TESTS_KEY
+from aggregates.task_code import ACCEPTANCE_TESTS_KEY
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 from lifecycle import AsyncClosing

@@ -163,6 +163,5 @@ async def test_cancel_refuses_a_bad_task_id_a_long_reason_and_an_unknown_task() 
 
 def test_the_task_code_keys_are_those_the_checks_read() -> None:
     from agent_runtime.checks.qa_run import REFERENCE_KEY as CHECKED_REFERENCE
-    from dispatchers.protocol import ACCEPTANCE_TESTS_KEY as RUN_TESTS
 
-    assert (ACCEPTANCE_TESTS_KEY, REFERENCE_KEY) == (RUN_TESTS, CHECKED_REFERENCE)
+    assert REFERENCE_KEY == CHECKED_REFERENCE
