@@ -16,6 +16,12 @@ The derivation's id derives from the request (``aggregates.derivation.derivation
 finds the recorded derivation and asks no council again. ``request_deliberations`` then asks for
 one deliberation per task (ids from the task ids, so a retry starts nothing twice), as the plan
 dispatcher does for a plan's roles; the dependencies travel in the deliberation's metadata.
+
+It is a use case the gRPC ``DeriveSubtasks`` calls, yet it lives here and not in
+``application/`` with the plan's other use cases (``application.plans``): deriving asks the
+role's agents, through the agent runtime, and a use case that needs the agents lives on the
+floor that may call them (``application`` sits beside ``agent_runtime`` and imports nothing of
+it).
 """
 
 from __future__ import annotations

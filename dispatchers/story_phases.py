@@ -22,8 +22,8 @@ from typing import Any
 
 from aggregates.errors import InvalidDeliberationError
 from aggregates.story import Phase, Story, story_id_of
+from application.plans import read_timestamp
 from application.ports import StoryStore
-from dispatchers.plans import read_timestamp
 
 __all__ = [
     "BadStoryTransition",

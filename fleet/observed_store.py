@@ -1,10 +1,9 @@
 """The store as the API and the dispatchers use it: every write timed, traced and logged by id.
 
-``ObservedStore`` implements ``dispatchers.plans.PlanDeliberationStore`` (the application ports'
-``DeliberationStore`` and ``PlanStore``, and ``get_plan``) and ``dispatchers.story_phases``'
-``StoryStore``, which is all the API and the dispatchers call, and wraps any store that
-implements them (``application.stores.ApplicationDeliberationStore`` in a node). Every method is
-written out,
+``ObservedStore`` implements ``application.ports.PlanDeliberationStore`` (the ports'
+``DeliberationStore`` and ``PlanStore``, and ``get_plan``) and ``application.ports.StoryStore``,
+which is all the API and the dispatchers call, and wraps any store that implements them
+(``application.stores.ApplicationDeliberationStore`` in a node). Every method is written out,
 with no ``__getattr__``: a method that fell through to the wrapped store would write untimed and
 outside the deliberation's trace, so one the ports gain must be added here to be reachable at
 all (``tests/unit/fleet/test_observed_store.py`` checks the list). The API's read side (status,

@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_runtime.api import AgentRuntime
+from application.plans import PlanOptions
 from application.ports import CouncilDirectory, DerivationStore, EventFeed, StoryStore
 from dispatchers.context import StoreContextSource
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.jetstream.plan_approvals import PlanApprovalConsumer
 from dispatchers.jetstream.story_transitions import StoryTransitionConsumer
 from dispatchers.jetstream.work_queue import JetStreamWorkQueue
-from dispatchers.plans import PlanDispatcher, PlanOptions
+from dispatchers.plans import PlanDispatcher
 from fleet.config import Settings
 
 log = logging.getLogger(__name__)

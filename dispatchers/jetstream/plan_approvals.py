@@ -3,7 +3,7 @@
 The planning service publishes plan approvals (JSON) on ``planning.plan.approved``. This module
 makes sure a stream holds that subject (it creates ``PLANNING`` when none does; it is not the
 event stream), reads it through a durable pull consumer shared by every Fleet dispatcher process,
-and hands each body to ``dispatchers.plans``: a good one is recorded on the Plan aggregate
+and hands each body to ``application.plans``: a good one is recorded on the Plan aggregate
 (idempotent on plan_id, so a redelivery changes nothing) and acked.
 
 A bad message never blocks the consumer. One that can never succeed (not JSON, no plan_id or
@@ -31,10 +31,10 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aggregates import InvalidDeliberationError
+from application.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from application.ports import PlanStore
 from dispatchers.jetstream.planning_consumer import PlanningConsumer, subject_stream
 from dispatchers.planning_start import PlanningStart
-from dispatchers.plans import BadPlanMessage, approve_plan, parse_plan_approval
 from natsio import DEAD_LETTER_PREFIX, DEAD_LETTER_STREAM, servers
 
 __all__ = [

@@ -18,12 +18,12 @@ from application.council_store import CouncilEventStore
 from application.councils import CouncilView
 from application.deliberations import DeliberationCommands
 from application.listing import DeliberationListing
+from application.plans import PlanOptions
 from application.ports import CouncilDirectory, NodeStore, PlanDeliberationStore
 from application.queries import DeliberationQueries
 from application.stats import StatsFollower
 from application.watch import WatchHub
 from dispatchers.derivation import DerivationOptions
-from dispatchers.plans import PlanOptions
 from fleet.endpoints import Endpoints
 from fleet.health import NodeHealth
 from fleet.projection_service import ProjectionControl

@@ -1,7 +1,7 @@
 """ProcessPlanningEvent (the gRPC twin of the planning consumers) and DeriveSubtasks.
 
 ProcessPlanningEvent: ``PLAN_APPROVED``/``APPROVED`` take the plan-approval path the
-``planning.plan.approved`` consumer takes (``dispatchers.plans``: the plan recorded, one
+``planning.plan.approved`` consumer takes (``application.plans``: the plan recorded, one
 deliberation per role requested; their task ids are ``derived_task_ids``); ``TRANSITION`` records
 the story's phase change (``dispatchers.story_phases``, as the ``planning.story.transitioned``
 consumer does). The story is ``metadata["story_id"]``, else ``case_id`` (the seed's case is the
@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from aggregates import InvalidDeliberationError, plan_id_of
 from aggregates.story import Phase, Story, story_id_of
 from application.errors import NotFoundError, PlanNotFoundError, ServiceUnavailableError
+from application.plans import PlanApproval, approve_plan, request_deliberations
 from application.ports import NodeStore
 from dispatchers.derivation import DerivationRequest, derive_subtasks
 from dispatchers.derivation import request_deliberations as request_task_deliberations
-from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
 from dispatchers.story_phases import record_phase_change
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated

@@ -13,7 +13,7 @@ none for a role without a council: the plan's events say why).
 from __future__ import annotations
 
 from aggregates import Plan
-from dispatchers.plans import PlanApproval, approve_plan, request_deliberations
+from application.plans import PlanApproval, approve_plan, request_deliberations
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
