@@ -6,7 +6,8 @@ reads that replay them.
   (``group_commit``);
 * ``feed``: the notification log as async iterators (history, then live);
 * the use cases every edge calls: ``deliberations`` (deliberate, cancel), ``council_store``
-  (council administration), ``plans`` (a plan's approval and the deliberations it requests);
+  (council administration), ``plans`` (a plan's approval and the deliberations it requests),
+  ``story_phases`` (a story's phase changes);
 * ``ports``: every Protocol the layers above are written against (the store's faces, the feed,
   the read side's board and graph, the council directory), in one file;
 * the read side: ``queries`` (status and results from the cache's view model, ``views``, or a

@@ -1,5 +1,5 @@
-"""The ``planning.story.transitioned`` consumer: NATS JetStream at the edge, policy in
-``dispatchers.story_phases``.
+"""The ``planning.story.transitioned`` consumer: NATS JetStream at the edge, the use case in
+``application.story_phases``.
 
 Like the plan-approval consumer (``dispatchers.jetstream.planning_consumer`` holds what they
 share): a durable pull consumer shared by every dispatcher process; a good transition is recorded
@@ -21,8 +21,8 @@ from nats.aio.msg import Msg
 
 from aggregates import InvalidDeliberationError
 from application.ports import StoryStore
+from application.story_phases import BadStoryTransition, parse_story_transition, record_phase_change
 from dispatchers.jetstream.planning_consumer import PlanningConsumer
-from dispatchers.story_phases import BadStoryTransition, parse_story_transition, record_phase_change
 from natsio import servers
 
 __all__ = ["STORY_STREAM", "STORY_SUBJECT", "StoryTransitionConsumer"]

@@ -3,7 +3,7 @@
 ProcessPlanningEvent: ``PLAN_APPROVED``/``APPROVED`` take the plan-approval path the
 ``planning.plan.approved`` consumer takes (``application.plans``: the plan recorded, one
 deliberation per role requested; their task ids are ``derived_task_ids``); ``TRANSITION`` records
-the story's phase change (``dispatchers.story_phases``, as the ``planning.story.transitioned``
+the story's phase change (``application.story_phases``, as the ``planning.story.transitioned``
 consumer does). The story is ``metadata["story_id"]``, else ``case_id`` (the seed's case is the
 story). Any other event type is answered ``processed=false`` with a message, not an error: the
 planning service sends more kinds than the orchestrator acts on.
@@ -21,9 +21,9 @@ from aggregates.story import Phase, Story, story_id_of
 from application.errors import NotFoundError, PlanNotFoundError, ServiceUnavailableError
 from application.plans import PlanApproval, approve_plan, request_deliberations
 from application.ports import NodeStore
+from application.story_phases import record_phase_change
 from dispatchers.derivation import DerivationRequest, derive_subtasks
 from dispatchers.derivation import request_deliberations as request_task_deliberations
-from dispatchers.story_phases import record_phase_change
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices

@@ -10,7 +10,7 @@ import pytest
 
 from aggregates.errors import InvalidDeliberationError
 from aggregates.story import Phase, Story, story_id_of
-from dispatchers.story_phases import BadStoryTransition, parse_story_transition
+from application.story_phases import BadStoryTransition, parse_story_transition
 
 
 def _body(**fields: object) -> bytes:

@@ -1,7 +1,7 @@
 """Story phase changes: a ``planning.story.transitioned`` body, recorded on the Story aggregate.
 
-Pure policy (the NATS consumer is ``dispatchers.jetstream.story_transitions``; the gRPC
-``ProcessPlanningEvent`` may call the same two functions):
+A use case the edges call (the NATS consumer ``dispatchers.jetstream.story_transitions``; the
+gRPC ``ProcessPlanningEvent``, ``record_phase_change`` alone); it needs the store and nothing else:
 
 * ``parse_story_transition`` reads the planning service's JSON (story_id, from_phase, to_phase,
   timestamp; phases DESIGN, BUILD, TEST, DOCS in any case; unknown fields are tolerated). A body
