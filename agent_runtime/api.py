@@ -53,7 +53,7 @@ class AgentTurn:
     """What peers said about this agent's previous proposal (revise rounds)."""
     context: str = ""
     """What surrounds the task when it belongs to a story (its plan, the decisions other roles
-    took, its phase), built by the dispatcher (``dispatchers.context``); "" when none."""
+    took, its phase), built by the dispatcher (``application.task_context``); "" when none."""
     rate_after: tuple[str, ...] = ()
     """Set by a caller that, once these agents (this one among them) have all answered this
     round, will ask each of them for ``final_rating`` of the others' answers: a runtime that

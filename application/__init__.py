@@ -7,9 +7,10 @@ reads that replay them.
 * ``feed``: the notification log as async iterators (history, then live);
 * the use cases every edge calls: ``deliberations`` (deliberate, cancel), ``council_store``
   (council administration), ``plans`` (a plan's approval and the deliberations it requests),
-  ``story_phases`` (a story's phase changes);
+  ``story_phases`` (a story's phase changes), ``task_context`` (the context an agent needs
+  for a task: GetTaskContext's, and the prompts' through the ``ContextSource`` port);
 * ``ports``: every Protocol the layers above are written against (the store's faces, the feed,
-  the read side's board and graph, the council directory), in one file;
+  the read side's board and graph, the council directory, the context source), in one file;
 * the read side: ``queries`` (status and results from the cache's view model, ``views``, or a
   replay; history; Cypher through the graph's read port), ``listing``, and what needs nothing
   but the events: ``timeline`` (a deliberation's history as rows), ``replay`` (a fold to any

@@ -20,8 +20,10 @@ The read side. ``StatusBoard`` (the cache's view, implemented in ``projectors.ca
 ``fleet.projection_service``) and ``CouncilDirectory`` (the councils as they stand, in
 ``application.council_store``).
 
-The dispatchers' own ports (how dispatcher processes share work, where an agent's context comes
-from) are theirs: ``dispatchers.ports``.
+Where a deliberation's agents get their context from: ``ContextSource`` (the dispatcher's drivers
+ask it; ``application.task_context`` implements it on the store's ``ContextStore`` face).
+
+The dispatchers' own ports (how dispatcher processes share work) are theirs: ``dispatchers.ports``.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ class DerivationStore(PlanDeliberationStore, RecordStore, Protocol):
 
 
 class ContextStore(Protocol):
-    """The reads a task's context is gathered from (``dispatchers.context``)."""
+    """The reads a task's context is gathered from (``application.task_context``)."""
 
     async def get(self, deliberation_id: UUID) -> Deliberation: ...
 
@@ -214,6 +216,15 @@ class ContextStore(Protocol):
 class NodeStore(PlanDeliberationStore, StoryStore, RecordStore, Protocol):
     """Every write a node's API and dispatchers make: deliberations, plans, stories and the
     other records (derivations)."""
+
+
+class ContextSource(Protocol):
+    """The context text a deliberation's agents are given with their task (the dispatcher's
+    drivers ask; ``application.task_context.StoreContextSource`` answers from the store)."""
+
+    async def for_deliberation(self, d: Deliberation) -> str:
+        """The context text for ``d``'s agents ("" for none)."""
+        ...
 
 
 # ------------------------------------------------------------------ the read side

@@ -55,11 +55,11 @@ from uuid import UUID
 
 from agent_runtime.api import AgentRuntime, Sampling
 from aggregates import Deliberation
-from application.ports import CouncilDirectory, DeliberationStore, EventFeed
+from application.ports import ContextSource, CouncilDirectory, DeliberationStore, EventFeed
 from dispatchers.calls import AgentCalls
 from dispatchers.driver import DeliberationDriver
 from dispatchers.environment import DispatcherOptions, DriverEnvironment, utc_now
-from dispatchers.ports import Claim, ContextSource, WorkQueue
+from dispatchers.ports import Claim, WorkQueue
 from lifecycle import BackgroundService
 
 __all__ = ["DeliberationDispatcher", "DispatcherOptions", "utc_now"]

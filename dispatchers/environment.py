@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_runtime.api import AgentRuntime, Sampling
-from application.ports import CouncilDirectory, DeliberationStore
+from application.ports import ContextSource, CouncilDirectory, DeliberationStore
 from dispatchers.councils import Councils
-from dispatchers.ports import ContextSource
 
 __all__ = ["DispatcherOptions", "DriverEnvironment", "utc_now"]
 
@@ -53,7 +52,7 @@ class DriverEnvironment:
     sampling: Callable[[str, int, str], Sampling] | None = None
     """Overrides the councils' sampling per (role, agent index, model); None: the councils'."""
     context: ContextSource | None = None
-    """Builds a story deliberation's context for its prompts (``dispatchers.context``)."""
+    """Builds a story deliberation's context for its prompts (``application.task_context``)."""
     councils: CouncilDirectory | None = None
     """The councils as they stand: a starting deliberation takes its seats from its role's
     council, and the architect is the ARCHITECT council's first member. None: the default

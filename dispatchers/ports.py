@@ -1,10 +1,11 @@
 """The dispatchers' own ports: how several dispatcher processes share the work (``WorkQueue``,
-``Claim``; the JetStream adapter is ``dispatchers.jetstream.work_queue``) and where a
-deliberation's agents get their context from (``ContextSource``; ``dispatchers.context``
-implements it on the store).
+``Claim``; the JetStream adapter is ``dispatchers.jetstream.work_queue``).
 
-They are here and not in ``application.ports`` because only dispatchers use them: they describe
-how dispatch is organised, not what the application layer offers. The store and the event feed a
+They are here and not in ``application.ports`` because only dispatchers use them and only
+dispatchers implement them: they describe how dispatch is organised, not what the application
+layer offers. Where a deliberation's agents get their context from (``ContextSource``) is the
+application layer's to offer (``application.task_context`` implements it on the store), so it is
+in ``application.ports``. The store and the event feed a
 dispatcher works through are the application layer's ports (``application.ports``).
 """
 
@@ -13,8 +14,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol, TypeVar
 from uuid import UUID
-
-from aggregates import Deliberation
 
 T = TypeVar("T")
 
@@ -51,11 +50,3 @@ class WorkQueue(Protocol):
     async def offer(self, deliberation_id: UUID) -> None: ...
 
     def claims(self) -> AsyncIterator[Claim]: ...
-
-
-class ContextSource(Protocol):
-    """The context text a deliberation's agents are given with their task."""
-
-    async def for_deliberation(self, d: Deliberation) -> str:
-        """The context text for ``d``'s agents ("" for none)."""
-        ...

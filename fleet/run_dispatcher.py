@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agent_runtime.api import AgentRuntime
 from application.plans import PlanOptions
 from application.ports import CouncilDirectory, DerivationStore, EventFeed, StoryStore
-from dispatchers.context import StoreContextSource
+from application.task_context import StoreContextSource
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.jetstream.plan_approvals import PlanApprovalConsumer
 from dispatchers.jetstream.story_transitions import StoryTransitionConsumer

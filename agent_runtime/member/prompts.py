@@ -89,7 +89,8 @@ PEER_CHARS = 600
 """Characters of each peer's proposal shown in a later round (about 150 tokens)."""
 OWN_CHARS = 800
 CONTEXT_CHARS = 1200
-"""Characters of a story task's context (about 300 tokens: ``dispatchers.context``'s budget)."""
+"""Characters of a story task's context (about 300 tokens: ``application.task_context``'s
+budget)."""
 
 _FENCE_LINE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)")
 

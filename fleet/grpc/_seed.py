@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from aggregates import Deliberation, InvalidDeliberationError, Role
 from application.councils import CouncilView
 from application.deliberations import NewDeliberation
+from application.task_context import SECTIONS
 from application.views import view_from_aggregate
-from dispatchers.context import SECTIONS
 from fleet.grpc import _mapping
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 

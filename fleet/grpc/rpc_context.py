@@ -1,4 +1,4 @@
-"""GetTaskContext: the context an agent needs for a task (``dispatchers.context``).
+"""GetTaskContext: the context an agent needs for a task (``application.task_context``).
 
 The facts come from the read side: the task's deliberation, its plan and the story's phase
 changes from the store, and the story's other deliberations from the history graph (those whose
@@ -6,7 +6,7 @@ changes from the store, and the story's other deliberations from the history gra
 are honoured: ``include_timeline``, ``include_decisions``, ``include_summaries`` (the plan's
 description and tasks), ``max_events`` (0: 20), and ``scopes`` as a filter of the sections
 (story, plan, decisions, tools, timeline; none given: all). The budget is
-``dispatchers.context.DEFAULT_TOKEN_BUDGET`` tokens, counted as characters / 4.
+``application.task_context.DEFAULT_TOKEN_BUDGET`` tokens, counted as characters / 4.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 
 from aggregates import InvalidDeliberationError, deliberation_id
 from application.errors import NotFoundError, ServiceUnavailableError
-from dispatchers.context import SECTIONS, ContextScope, gather_facts, render_context
+from application.task_context import SECTIONS, ContextScope, gather_facts, render_context
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent_runtime.api import AgentTurn
 from agent_runtime.member.prompts import build_messages
-from dispatchers.context import ContextFacts, ContextScope, Decision, render_context
+from application.task_context import ContextFacts, ContextScope, Decision, render_context
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 

@@ -10,11 +10,11 @@ newest events first) and what does not fit is left out with a marker saying how 
 phase changes, and the related deliberations (those the caller names: the story's, from the
 graph, in GetTaskContext; the plan's siblings in a prompt), at most ``MAX_DECISIONS``.
 
-``StoreContextSource`` is what the dispatcher uses to give agents the same context in their
-prompts when a deliberation belongs to a story: by default a small budget, no timeline; an
-orchestration whose client sent ``context_options`` gets those (``recorded_scope``) within
-GetTaskContext's budget. Built once per deliberation and kept (bounded), so a round costs no
-extra reads.
+``StoreContextSource`` (the ``application.ports.ContextSource`` port, on the store) is what the
+dispatcher uses to give agents the same context in their prompts when a deliberation belongs to
+a story: by default a small budget, no timeline; an orchestration whose client sent
+``context_options`` gets those (``recorded_scope``) within GetTaskContext's budget. Built once
+per deliberation and kept (bounded), so a round costs no extra reads.
 """
 
 from __future__ import annotations
