@@ -12,10 +12,8 @@ dispatcher works through are the application layer's ports (``application.ports`
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol, TypeVar
+from typing import Protocol
 from uuid import UUID
-
-T = TypeVar("T")
 
 
 class Claim(Protocol):
