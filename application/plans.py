@@ -41,6 +41,7 @@ __all__ = [
     "BadPlanMessage",
     "PlanApproval",
     "PlanOptions",
+    "approve_and_request",
     "approve_plan",
     "parse_plan_approval",
     "read_timestamp",
@@ -238,3 +239,25 @@ async def request_deliberations(
     else:
         log.warning("plan %s: nothing dispatched: %s", plan.plan_id, updated.nothing_dispatched)
     return True
+
+
+async def approve_and_request(
+    store: PlanDeliberationStore,
+    approval: PlanApproval,
+    options: PlanOptions,
+    now: datetime,
+    councils: CouncilDirectory | None,
+) -> tuple[Plan, bool]:
+    """ApprovePlan, for every edge (the RPC, the web console): the approval recorded
+    (idempotent on the plan id), then its deliberations requested, before the answer, so the
+    task ids it names can be read, watched or cancelled at once. Returns (the plan as stored
+    after both, created?). The plan dispatcher does the second step too, for every approval on
+    the feed, so a node stopped between the two writes loses nothing.
+
+    Raises:
+        InvalidDeliberationError: a bad plan or story id, an unknown role, too many tasks,
+            naming the field; nothing is recorded.
+    """
+    plan, created = await approve_plan(store, approval, now=now)
+    await request_deliberations(store, plan.id, options, now, councils)
+    return await store.get_plan(plan.id), created

@@ -10,6 +10,7 @@ from aggregates import (
     Deliberation,
     DeliberationStatus,
     InvalidDeliberationError,
+    Plan,
     Role,
 )
 from aggregates.ids import check_task_id
@@ -45,6 +46,13 @@ def plan_id(raw: str) -> str:
     if raw.strip():
         check_plan_id(raw.strip())
     return raw
+
+
+def approve_plan_response(plan: Plan, created: bool) -> pb.ApprovePlanResponse:
+    """ApprovePlan's answer: the plan and the task ids of the deliberations it requested."""
+    return pb.ApprovePlanResponse(
+        plan_id=plan.plan_id, task_ids=plan.requested_task_ids, created=created
+    )
 
 
 def metadata() -> pb.OrchestratorMetadata:

@@ -23,6 +23,33 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 WAITING = (DeliberationStatus.PENDING, DeliberationStatus.IN_PROGRESS)
 
 
+async def list_councils(
+    services: ApiServices, role_filter: str, include_agents: bool
+) -> pb.ListCouncilsResponse:
+    """ListCouncils' answer (the RPC's and the web console's): every council, or the one of
+    ``role_filter``, each with its members and what they are doing when ``include_agents``.
+
+    Raises:
+        ServiceUnavailableError: this node reads no councils.
+        InvalidDeliberationError: an unknown role in ``role_filter``.
+    """
+    directory = services.councils
+    if directory is None:
+        raise ServiceUnavailableError("this node does not read councils")
+    if role_filter.strip():
+        one = await directory.council(Role.parse(role_filter).value)
+        views = [one] if one is not None else []
+    else:
+        views = await directory.list_councils()
+    # A council with no model of its own uses the node's (when this node knows it).
+    node_model = services.endpoints.model if services.endpoints else ""
+    follower = services.stats
+    stats = follower.stats if follower is not None and follower.caught_up else None
+    return pb.ListCouncilsResponse(
+        councils=[council_info(v, include_agents, node_model, stats) for v in views]
+    )
+
+
 class CouncilRpcs:
     services: ApiServices
 
@@ -67,21 +94,7 @@ class CouncilRpcs:
     async def ListCouncils(
         self, request: pb.ListCouncilsRequest, context: Ctx
     ) -> pb.ListCouncilsResponse:
-        directory = self.services.councils
-        if directory is None:
-            raise ServiceUnavailableError("this node does not read councils")
-        if request.role_filter.strip():
-            one = await directory.council(Role.parse(request.role_filter).value)
-            views = [one] if one is not None else []
-        else:
-            views = await directory.list_councils()
-        # A council with no model of its own uses the node's (when this node knows it).
-        node_model = self.services.endpoints.model if self.services.endpoints else ""
-        follower = self.services.stats
-        stats = follower.stats if follower is not None and follower.caught_up else None
-        return pb.ListCouncilsResponse(
-            councils=[council_info(v, request.include_agents, node_model, stats) for v in views]
-        )
+        return await list_councils(self.services, request.role_filter, request.include_agents)
 
     @translated
     async def DeleteCouncil(

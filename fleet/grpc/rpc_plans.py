@@ -13,7 +13,7 @@ none for a role without a council: the plan's events say why).
 from __future__ import annotations
 
 from aggregates import Plan
-from application.plans import PlanApproval, approve_plan, request_deliberations
+from application.plans import PlanApproval, approve_and_request
 from fleet.grpc import _mapping
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
@@ -39,13 +39,10 @@ class PlanRpcs:
             metadata=dict(request.metadata),
         )
         s = self.services
-        now = s.clock()
-        plan, created = await approve_plan(s.store, approval, now=now)
-        await request_deliberations(s.store, plan.id, s.plan_options, now, s.councils)
-        plan = await s.store.get_plan(plan.id)
-        return pb.ApprovePlanResponse(
-            plan_id=plan.plan_id, task_ids=plan.requested_task_ids, created=created
+        plan, created = await approve_and_request(
+            s.store, approval, s.plan_options, s.clock(), s.councils
         )
+        return _mapping.approve_plan_response(plan, created)
 
 
 def dispatch_note(plan: Plan) -> str:

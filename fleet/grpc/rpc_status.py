@@ -21,69 +21,82 @@ from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.projection_service import ProjectionControl
 
 
+async def node_status(services: ApiServices) -> pb.GetNodeStatusResponse:
+    """GetNodeStatus's answer (the RPC's and the web console's): version, stream head,
+    projections and their lag, endpoints, open deliberations, the sandbox as found at start."""
+    resp = pb.GetNodeStatusResponse(version=__version__)
+    projections = services.projections
+    if projections is not None:
+        head, rows = await projections.status()
+        resp.stream_head = head
+        for r in rows:
+            resp.projections.add(
+                name=r.name,
+                position=r.position,
+                lag_events=r.lag_events,
+                lag_seconds=r.lag_seconds,
+            )
+    endpoints = services.endpoints
+    if endpoints is not None:
+        resp.endpoints.update({k: str(v) for k, v in vars(endpoints).items() if v})
+    listing = services.listing
+    if listing is not None:
+        resp.deliberations_in_flight = await listing.count_open()
+    box = services.sandbox
+    if box is not None:
+        resp.sandbox.mode, resp.sandbox.available = box.mode, box.available
+        resp.sandbox.reason = box.reason
+    return resp
+
+
+def _required(services: ApiServices) -> ProjectionControl:
+    control = services.projections
+    if control is None:
+        raise ServiceUnavailableError("this node reaches no projections")
+    return control
+
+
+async def verify(services: ApiServices, time_left_s: float | None) -> pb.VerifyProjectionsResponse:
+    """VerifyProjections' answer (the RPC's and the web console's), sized to ``time_left_s``.
+
+    Raises:
+        ServiceUnavailableError: this node reaches no projections.
+    """
+    report = await _required(services).verify(time_left_s)
+    resp = pb.VerifyProjectionsResponse(
+        stream_head=report.head,
+        deliberations=report.deliberations,
+        cache_misses=report.cache_misses,
+    )
+    resp.positions.update(report.positions)
+    for d in report.differences:
+        resp.differences.add(
+            projection=d.projection,
+            deliberation_id=d.deliberation_id,
+            task_id=d.task_id,
+            detail=d.detail,
+        )
+    return resp
+
+
 class StatusRpcs:
     services: ApiServices
-
-    def _projections(self) -> ProjectionControl | None:
-        return self.services.projections
-
-    def _required(self) -> ProjectionControl:
-        control = self._projections()
-        if control is None:
-            raise ServiceUnavailableError("this node reaches no projections")
-        return control
 
     @translated
     async def GetNodeStatus(
         self, request: pb.GetNodeStatusRequest, context: Ctx
     ) -> pb.GetNodeStatusResponse:
-        resp = pb.GetNodeStatusResponse(version=__version__)
-        projections = self._projections()
-        if projections is not None:
-            head, rows = await projections.status()
-            resp.stream_head = head
-            for r in rows:
-                resp.projections.add(
-                    name=r.name,
-                    position=r.position,
-                    lag_events=r.lag_events,
-                    lag_seconds=r.lag_seconds,
-                )
-        endpoints = self.services.endpoints
-        if endpoints is not None:
-            resp.endpoints.update({k: str(v) for k, v in vars(endpoints).items() if v})
-        listing = self.services.listing
-        if listing is not None:
-            resp.deliberations_in_flight = await listing.count_open()
-        box = self.services.sandbox
-        if box is not None:
-            resp.sandbox.mode, resp.sandbox.available = box.mode, box.available
-            resp.sandbox.reason = box.reason
-        return resp
+        return await node_status(self.services)
 
     @translated
     async def RebuildProjection(
         self, request: pb.RebuildProjectionRequest, context: Ctx
     ) -> pb.RebuildProjectionResponse:
-        target = await self._required().rebuild(request.name)
+        target = await _required(self.services).rebuild(request.name)
         return pb.RebuildProjectionResponse(name=request.name, target=target)
 
     @translated
     async def VerifyProjections(
         self, request: pb.VerifyProjectionsRequest, context: Ctx
     ) -> pb.VerifyProjectionsResponse:
-        report = await self._required().verify(context.time_remaining())
-        resp = pb.VerifyProjectionsResponse(
-            stream_head=report.head,
-            deliberations=report.deliberations,
-            cache_misses=report.cache_misses,
-        )
-        resp.positions.update(report.positions)
-        for d in report.differences:
-            resp.differences.add(
-                projection=d.projection,
-                deliberation_id=d.deliberation_id,
-                task_id=d.task_id,
-                detail=d.detail,
-            )
-        return resp
+        return await verify(self.services, context.time_remaining())

@@ -3,9 +3,9 @@ and queries (``application.queries``), the same ones the RPCs call; what they re
 HTTP status here, in one table.
 
 "Not found" is not in it: the console's ``not_found_is_404`` middleware answers every one. The
-statuses are those the console answered when it went through the servicer (a gRPC status, then
-``_calls.HTTP_STATUS``), but for the in-flight bound: 429 Too Many Requests, where the servicer's
-table had no status for RESOURCE_EXHAUSTED and answered 500.
+statuses are those the console answered when it went through the gRPC servicer (the RPC's status
+code, then an HTTP one), but for the in-flight bound: 429 Too Many Requests, where that table had
+no status for RESOURCE_EXHAUSTED and answered 500.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from aggregates import DeliberationStatus, InvalidDeliberationError
 from aggregates.task_code import ACCEPTANCE_TESTS_KEY
 from application.deliberations import NewDeliberation
 from application.listing import MAX_PAGE_SIZE, ListFilter
+from application.plans import PlanApproval
 
 
 def list_filter(q: Mapping[str, object]) -> ListFilter:
@@ -98,4 +99,17 @@ def new_deliberation(body: Mapping[str, Any]) -> NewDeliberation:
         requirements=requirements,
         metadata={ACCEPTANCE_TESTS_KEY: tests} if tests else {},
         requested_by="web",  # recorded in Requested: who asked (the RPCs record "grpc")
+    )
+
+
+def plan_approval(body: Mapping[str, Any]) -> PlanApproval:
+    """The approve form's JSON as ApprovePlan's input (the Plan aggregate validates its ids,
+    roles and tasks, naming the field)."""
+    return PlanApproval(
+        plan_id=str(body.get("plan_id") or ""),
+        story_id=str(body.get("story_id") or ""),
+        approved_by=str(body.get("approved_by") or "web console"),
+        roles=tuple(str(r) for r in body.get("roles") or []),
+        description=str(body.get("description") or ""),
+        tasks=tuple(str(t) for t in body.get("tasks") or []),
     )

@@ -1,12 +1,12 @@
 """The web console: an aiohttp app served by the node, next to the gRPC API and behind its token.
 
-It is a client of the same parts the API serves (``ApiServices``): a submit or a cancel calls the
-commands the RPCs call (``ApiServices.deliberations``), a result or a Cypher query the queries
-they call (``ApiServices.queries``), through ``_actions``, which maps their refusals to HTTP
-statuses; so a submit from the browser is validated and recorded exactly as a ``Deliberate``
-call is. Plan approval, node status, the councils' members and verification still go through
-the servicer methods the RPCs run (``_calls``): their logic or their answer's shape lives in
-the servicer or the plan dispatcher. Reads of one
+It is a client of the same parts the API serves (``ApiServices``), never of the gRPC servicer:
+a submit or a cancel calls the commands the RPCs call (``ApiServices.deliberations``), a plan
+approval ``application.plans.approve_and_request``, a result or a Cypher query the queries they
+call (``ApiServices.queries``), node status, verification and the councils' members the functions
+GetNodeStatus, VerifyProjections and ListCouncils answer with (``fleet.grpc.rpc_status``,
+``rpc_councils``), all through ``_actions``, which maps their refusals to HTTP statuses once; so a
+submit from the browser is validated and recorded exactly as a ``Deliberate`` call is. Reads of one
 deliberation fold its events (``application.timeline``), the list pages over the history graph
 (``application.listing``), and live updates come from the node's ``WatchHub``. The browser side
 is static files (``static/``), no build step: ``index.html``, one script, one stylesheet.
@@ -18,34 +18,32 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
 
 from aggregates import InvalidDeliberationError, deliberation_id
-from application.errors import NotFoundError
+from application.errors import NotFoundError, ServiceUnavailableError
+from application.plans import approve_and_request
 from application.ports import CouncilDirectory
 from application.rows import as_int
 from fleet.grpc import _mapping
-from fleet.grpc._errors import Ctx
 from fleet.grpc._services import ApiServices
-from fleet.grpc.server import OrchestratorServicer
+from fleet.grpc.rpc_councils import list_councils
+from fleet.grpc.rpc_status import node_status, verify
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.web import _live, _present, _vocabulary
-from fleet.web._actions import act, as_json
-from fleet.web._calls import WebRefused, call
-from fleet.web._requests import int_param, json_body, list_filter, new_deliberation
+from fleet.web._actions import act
+from fleet.web._requests import int_param, json_body, list_filter, new_deliberation, plan_approval
 from fleet.web._security import Handler, error, security_headers, token_check
 
 log = logging.getLogger(__name__)
 
-_Q = TypeVar("_Q", bound=Message)
-
 STATIC = Path(__file__).parent / "static"
+VERIFY_BUDGET_S = 60.0
+"""How long the console's verify may take (an RPC's deadline sizes it; a page has none)."""
 DEFAULT_PORT = 8470
 COUNTS = """
 MATCH (d:Deliberation) WHERE d.created_at IS NOT NULL
@@ -88,7 +86,6 @@ class WebConsole:
         councils: CouncilDirectory | None = None,
     ) -> None:
         self.services = services
-        self._servicer = OrchestratorServicer(services)
         self._councils = councils
         self._token = token
         self._runner: web.AppRunner | None = None
@@ -256,11 +253,9 @@ class WebConsole:
         ``AgentInfo.status`` says idle, busy or failing), and the latest failed agent calls
         from the history graph."""
         try:
-            councils = await call(
-                self._servicer.ListCouncils, pb.ListCouncilsRequest(include_agents=True)
-            )
-        except WebRefused as e:
-            return error(e.http_status, e.message)
+            councils = await list_councils(self.services, "", include_agents=True)
+        except ServiceUnavailableError as e:
+            return error(503, str(e))
         body = MessageToDict(
             councils, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
         )
@@ -275,7 +270,7 @@ class WebConsole:
         return web.json_response(_vocabulary.vocabulary())
 
     async def _status(self, request: web.Request) -> web.Response:
-        return await self._rpc(self._servicer.GetNodeStatus, pb.GetNodeStatusRequest())
+        return await act("GetNodeStatus", "", lambda: node_status(self.services))
 
     async def _query(self, request: web.Request) -> web.Response:
         """QueryHistory: read-only Cypher with its guard, row and time limits."""
@@ -315,19 +310,19 @@ class WebConsole:
         return await act("CancelDeliberation", task, cancel)
 
     async def _approve(self, request: web.Request) -> web.Response:
-        body = await json_body(request)
-        req = pb.ApprovePlanRequest(
-            plan_id=str(body.get("plan_id") or ""),
-            story_id=str(body.get("story_id") or ""),
-            approved_by=str(body.get("approved_by") or "web console"),
-            roles=[str(r) for r in body.get("roles") or []],
-            description=str(body.get("description") or ""),
-            tasks=[str(t) for t in body.get("tasks") or []],
-        )
-        return await self._rpc(self._servicer.ApprovePlan, req)
+        approval = plan_approval(await json_body(request))
+        s = self.services
+
+        async def approve() -> pb.ApprovePlanResponse:
+            plan, created = await approve_and_request(
+                s.store, approval, s.plan_options, s.clock(), s.councils
+            )
+            return _mapping.approve_plan_response(plan, created)
+
+        return await act("ApprovePlan", "", approve)
 
     async def _verify(self, request: web.Request) -> web.Response:
-        return await self._rpc(self._servicer.VerifyProjections, pb.VerifyProjectionsRequest())
+        return await act("VerifyProjections", "", lambda: verify(self.services, VERIFY_BUDGET_S))
 
     # ------------------------------------------------------------------------------- live
 
@@ -346,10 +341,3 @@ class WebConsole:
         except InvalidDeliberationError as e:
             return error(400, str(e))
         return await _live.stream_one(request, self.services.watch, d_id)
-
-    async def _rpc(self, method: Callable[[_Q, Ctx], Awaitable[Message]], req: _Q) -> web.Response:
-        try:
-            response = await call(method, req)
-        except WebRefused as e:
-            return error(e.http_status, e.message)
-        return as_json(response)

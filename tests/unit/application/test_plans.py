@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
-from aggregates import Plan, deliberation_id
+from aggregates import InvalidDeliberationError, Plan, deliberation_id
 from application.app import FleetApplication
 from application.errors import DeliberationNotFoundError
 from application.plans import (
     BadPlanMessage,
+    PlanApproval,
     PlanOptions,
+    approve_and_request,
     approve_plan,
     parse_plan_approval,
     request_deliberations,
@@ -119,3 +121,24 @@ async def test_a_role_without_a_council_is_skipped_on_record_and_councils_shape_
     await request_deliberations(store, plan4.id, PlanOptions(rounds=1), NOW, directory)
     p4 = await store.get_plan(plan4.id)
     assert p4.nothing_dispatched == "no role of the plan (DATA) has a council"
+
+
+async def test_approve_and_request_answers_with_the_task_ids_and_twice_records_once() -> None:
+    """ApprovePlan's use case (the RPC's and the web console's): the deliberations are
+    requested before the answer, so the task ids it names exist; a repeated approval creates
+    nothing new; a bad field is refused, named, with nothing recorded."""
+    app = FleetApplication(env={"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    store = ApplicationDeliberationStore(app)
+    approval = PlanApproval(plan_id="PL-9", story_id="US-9", roles=("DEV", "QA"))
+    plan, created = await approve_and_request(store, approval, PlanOptions(), NOW, None)
+    assert created and plan.requested_task_ids == ["plan:PL-9:DEV", "plan:PL-9:QA"]
+    for task in plan.requested_task_ids:
+        assert (await store.get(deliberation_id(task))).plan_id == "PL-9"
+    again, created = await approve_and_request(store, approval, PlanOptions(), NOW, None)
+    assert not created and again.requested_task_ids == plan.requested_task_ids
+    before = len(_topics(app))
+    with pytest.raises(InvalidDeliberationError, match="plan_id"):
+        await approve_and_request(
+            store, PlanApproval(plan_id="no spaces", story_id="S"), PlanOptions(), NOW, None
+        )
+    assert len(_topics(app)) == before
