@@ -17,7 +17,7 @@ in-memory one of the unit tests) with worker threads, so both take the same path
 
 The read side. ``StatusBoard`` (the cache's view, implemented in ``projectors.cache``),
 ``HistoryGraph`` and ``GraphReader`` (Cypher over the history graph, in ``projectors.graph`` and
-``fleet.projection_service``) and ``CouncilDirectory`` (the councils as they stand, in
+``projectors.service``) and ``CouncilDirectory`` (the councils as they stand, in
 ``application.council_store``).
 
 Where a deliberation's agents get their context from: ``ContextSource`` (the dispatcher's drivers
@@ -252,7 +252,7 @@ class HistoryGraph(Protocol):
 class GraphReader(Protocol):
     """Read-only Cypher as the API runs it: on the graph this process holds
     (``LocalGraphReader``), or on the one a projectors node holds
-    (``fleet.projection_service.RemoteGraph``: the embedded graph is one process's alone).
+    (``projectors.service.RemoteGraph``: the embedded graph is one process's alone).
 
     Raises what ``DecisionGraph.query`` raises, and ``ServiceUnavailableError`` when the graph
     cannot be reached.

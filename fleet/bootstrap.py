@@ -8,7 +8,7 @@ Each stage's start-up time is recorded, because people want to know where the se
 
 (Over 400 lines on purpose: the node's start order is its dependency order, and each stage's
 choice of an embedded or a configured part is read best next to the stages around it; the
-choice of agent runtime is ``agents``', the projections' service ``projection_service``'s.)
+choice of agent runtime is ``agents``'.)
 """
 
 from __future__ import annotations
@@ -49,7 +49,14 @@ from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_of
 from fleet.health import NodeHealth, Probe, Problem, model_endpoints_probe
 from fleet.metrics import FleetMetrics, agent_queues, dispatcher_queue
 from fleet.observed_store import ObservedStore
-from fleet.projection_service import (
+from fleet.run_dispatcher import plan_options, start_dispatch
+from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
+from lifecycle import AsyncClosing
+from natsio import servers
+from projectors.control import Projections
+from projectors.graph.port import DecisionGraph
+from projectors.runner import ProjectorRunner
+from projectors.service import (
     LocalProjections,
     ProjectionControl,
     ProjectionRequester,
@@ -58,13 +65,6 @@ from fleet.projection_service import (
     RemoteProjections,
     subject,
 )
-from fleet.run_dispatcher import plan_options, start_dispatch
-from fleet.telemetry import TraceContexts, TracedAgentRuntime, configure_tracing
-from lifecycle import AsyncClosing
-from natsio import servers
-from projectors.control import Projections
-from projectors.graph.port import DecisionGraph
-from projectors.runner import ProjectorRunner
 
 if TYPE_CHECKING:
     from projectors.cache.valkey import ValkeyDeliberationBoard
@@ -92,7 +92,7 @@ class FleetNode(AsyncClosing):
     ``settings.components`` (``fleet up --components``) picks the parts: an ``api`` replica
     reads the graph and cache but runs no projector; ``dispatcher`` brings the agents it drives.
     The event store is always connected. A node that runs the projectors serves them to the
-    others over NATS (``fleet.projection_service``); a replica reads a graph it cannot open
+    others over NATS (``projectors.service``); a replica reads a graph it cannot open
     itself (the embedded one, which is the projectors' process's alone) through that, and asks
     that node for projection status, rebuilds and, unless it reads every store itself, verify.
 

@@ -26,8 +26,8 @@ from application.watch import WatchHub
 from dispatchers.derivation import DerivationOptions
 from fleet.endpoints import Endpoints
 from fleet.health import NodeHealth
-from fleet.projection_service import ProjectionControl
 from fleet.telemetry import current_traceparent
+from projectors.service import ProjectionControl
 
 
 def _utc_now() -> datetime:

@@ -7,7 +7,7 @@ open deliberations with it).
 
 Rebuild and verify run in the node that runs the projectors, because it is the one writer of its
 stores: the embedded graph is a directory only one process may open, and the runner's fence is
-the node's. An API replica asks that node (``fleet.projection_service``); verify, asked anywhere,
+the node's. An API replica asks that node (``projectors.service``); verify, asked anywhere,
 compares the stores the system has or fails, never reports a clean comparison of nothing.
 """
 
@@ -18,7 +18,7 @@ from fleet import __version__
 from fleet.grpc._errors import Ctx, translated
 from fleet.grpc._services import ApiServices
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.projection_service import ProjectionControl
+from projectors.service import ProjectionControl
 
 
 async def node_status(services: ApiServices) -> pb.GetNodeStatusResponse:

@@ -27,11 +27,11 @@ from fleet.embedded.valkey import ValkeyServer
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
-from fleet.projection_service import LocalProjections
 from projectors import CacheProjection, GraphProjection, ProjectorRunner
 from projectors.cache.valkey import ValkeyDeliberationBoard
 from projectors.control import Projections
 from projectors.graph.port import DecisionGraph
+from projectors.service import LocalProjections
 from tests.fixtures.graphs import behind_fleets_back, engine_of
 from tests.unit.projectors import scenarios
 

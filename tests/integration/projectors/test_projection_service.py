@@ -13,7 +13,6 @@ import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from application.errors import ServiceUnavailableError
-from fleet.projection_service import ProjectionRequester, ProjectionService, RemoteGraph
 from projectors.control import Projections
 from projectors.errors import (
     InvalidQueryError,
@@ -21,6 +20,7 @@ from projectors.errors import (
     QueryTimeoutError,
     ReadOnlyQueryError,
 )
+from projectors.service import ProjectionRequester, ProjectionService, RemoteGraph
 from tests.fixtures.nats import unique_stream_name
 from tests.unit.projectors import scenarios
 
