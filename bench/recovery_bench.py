@@ -249,7 +249,7 @@ async def dispatcher_kills(
     app = await asyncio.to_thread(FleetApplication, app_env)
     store = ApplicationDeliberationStore(app)
     seq = iter(range(10_000))
-    agents = ("dev-agent-1", "dev-agent-2", "dev-agent-3")
+    agents = ("agent-dev-001", "agent-dev-002", "agent-dev-003")  # the seed's DEV council
 
     async def dispatcher() -> Child:
         data = tmp / f"dispatcher-{next(seq)}"
