@@ -226,6 +226,19 @@ def _following(env: dict[str, str]) -> None:
     )
 
 
+def _stacks(pid: int) -> str:
+    """Every thread's stack in process ``pid`` (py-spy, installed with Ray), for a failure that
+    cannot be reproduced at will."""
+    spy = Path(sys.executable).with_name("py-spy")
+    try:
+        dump = subprocess.run(
+            [str(spy), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"(no stacks: {e})"
+    return dump.stdout + dump.stderr
+
+
 @pytest.mark.timeout(60)
 def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -244,7 +257,11 @@ def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -
         first = json.loads(tail.stdout.readline())
         assert (first["seq"], first["type"], first["aggregate_id"]) == (1, "Requested", str(a.id))
         tail.send_signal(signal.SIGINT)
-        _, err = tail.communicate(timeout=15)
+        try:
+            _, err = tail.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            stacks = _stacks(tail.pid)
+            pytest.fail(f"the tail did not stop on Ctrl-C in 15 s; its threads:\n{stacks}")
         assert tail.returncode == 130
         assert "Traceback" not in err
     finally:
