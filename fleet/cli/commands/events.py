@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import threading
 from typing import TYPE_CHECKING, cast
 
 from application.timeline import entry, to_json
@@ -67,7 +68,22 @@ async def cmd_tail(args: argparse.Namespace) -> None:
         finally:
             subscription.stop()  # wakes the reading thread on Ctrl-C (the task is cancelled)
     finally:
-        await asyncio.to_thread(app.close)
+        await _close_within(app, CLOSE_WAIT_S)
+
+
+CLOSE_WAIT_S = 10.0
+"""How long a stopping tail waits for the event store to close before it exits anyway: a tail
+only reads, so nothing is lost, and Ctrl-C must end it promptly."""
+
+
+async def _close_within(app: FleetApplication, seconds: float) -> None:
+    """Close ``app`` on a thread of its own, waiting at most ``seconds`` (a daemon thread: the
+    process's exit does not wait for a close that hangs)."""
+    closer = threading.Thread(target=app.close, name="events-tail-close", daemon=True)
+    closer.start()
+    await asyncio.to_thread(closer.join, seconds)
+    if closer.is_alive():
+        print(f"warning: the event store did not close in {seconds:.0f} s", file=sys.stderr)
 
 
 def _follow(
