@@ -226,6 +226,15 @@ def _following(env: dict[str, str]) -> None:
     )
 
 
+def _as_from_a_shell() -> None:
+    """In the child, before exec: SIGINT as a shell leaves it (default, not blocked). A child
+    inherits an ignored or blocked SIGINT from the process that starts it, and then Python
+    installs no Ctrl-C handler at all; whatever ran earlier in this test process must not
+    decide whether the tail can be stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _stacks(pid: int) -> str:
     """Every thread's stack in process ``pid`` (py-spy, installed with Ray), for a failure that
     cannot be reproduced at will."""
@@ -249,6 +258,7 @@ def test_events_tail_follows_live_and_stops_on_ctrl_c(cli_env: dict[str, str]) -
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_from_a_shell,
     )
     try:
         _following(cli_env)  # only new events are shown: write once the tail follows
