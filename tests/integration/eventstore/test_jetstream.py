@@ -23,7 +23,11 @@ from eventsourcing.persistence import (
 from nats.js import api
 
 from eventstore._loop_thread import LoopThread
-from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
+from eventstore.jetstream import (
+    JetStreamApplicationRecorder,
+    JetStreamFactory,
+    JetStreamSubscription,
+)
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter
 from tests.support.jetstream import append_garbage
@@ -265,6 +269,41 @@ def test_a_subscription_read_in_batches_keeps_order_and_limit_and_ends_on_stop(
         threading.Timer(0.2, subscription.stop).start()
         assert subscription.take_batch(30, 3) == ([], True)  # woken by the stop, not the time
         assert subscription.take_batch(30, 3) == ([], True)  # and says so again at once
+
+
+def test_a_subscription_reads_ahead_a_bounded_amount_and_loses_nothing_across_its_pauses(
+    factory: JetStreamFactory,
+) -> None:
+    """A backlog is not pushed into memory whole: the subscription holds about ``read_ahead``
+    rows, stops its consumer there and starts another after the last row it holds as the
+    reader takes them. Every event comes once and in order, those saved during a pause too."""
+    recorder = factory.application_recorder()
+    assert isinstance(recorder, JetStreamApplicationRecorder)
+    ids = [uuid.uuid4() for _ in range(20)]
+    for v in range(1, 16):  # 300 events, 20 per message batch
+        recorder.insert_events([_event(a, v) for a in ids])
+    subscription = JetStreamSubscription(recorder, gt=0, read_ahead=40)
+    with subscription:
+        sizes: list[int] = []
+
+        def settled() -> bool:
+            sizes.append(subscription._queue.qsize())
+            return len(sizes) > 5 and sizes[-1] == sizes[-6]
+
+        eventually_sync(settled, timeout=10, interval=0.05)
+        assert 40 <= sizes[-1] < 40 + 20, sizes  # the bound, not the backlog of 300
+        recorder.insert_events([_event(a, 16) for a in ids])  # saved while it is paused
+        taken: list[int] = []
+
+        def all_taken() -> bool:
+            got = subscription.take_batch(0.5, 7)
+            taken.extend(n.id for n in (got or ([], False))[0])
+            assert got is None or subscription._queue.qsize() < 40 + 20
+            return len(taken) >= 320
+
+        eventually_sync(all_taken, timeout=30)
+        assert taken == list(range(1, 321))
+        assert subscription.take_batch(0.2, 7) is None
 
 
 def test_a_bad_message_in_a_batch_comes_after_the_good_ones_before_it(
