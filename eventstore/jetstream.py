@@ -581,7 +581,7 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
         self._connection = c
         self._subject = recorder.events_subject
         self._unsubscribe: Callable[[], Coroutine[object, object, None]] | None = c.call(
-            c.log.consume(recorder.events_subject, (gt or 0) + 1, self._on_msg), "subscribe"
+            c.log.consume(self._subject, (gt or 0) + 1, self._on_msg), "subscribe"
         )
 
     def _on_msg(self, row: Row) -> None:  # on the loop thread
@@ -596,10 +596,8 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
                 self._connection.loop.loop.create_task(self._pause())
 
     async def _pause(self) -> None:  # on the loop thread
-        stop, self._unsubscribe = self._unsubscribe, None
-        if stop is not None:
-            with contextlib.suppress(Exception):  # gone with its connection: nothing to stop
-                await stop()
+        with contextlib.suppress(Exception):  # gone with its connection: nothing to stop
+            await self._stop_consumer()
         if self._has_been_stopped:
             return
         if self._queue.qsize() < self._read_ahead // 2:  # taken meanwhile: no one will ask
