@@ -35,6 +35,7 @@ from pathlib import Path
 from fleet.embedded._process import LOOPBACK, ServerProcess, ServerProcessError, free_port
 
 __all__ = [
+    "DISTRIBUTION_JVM",
     "NEO4J_VERSION",
     "QUICK_START_JVM",
     "SETUP_COMMAND",
@@ -56,6 +57,28 @@ SETUP_COMMAND = "make neo4j"
 
 READY_LINE = b"FLEET-NEO4J READY"
 """What the launcher prints once the password is set and Bolt accepts logins."""
+
+DISTRIBUTION_JVM = (
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Dlog4j2.disable.jmx=true",
+)
+"""The JVM options Neo4j's own server distribution starts with (its ``neo4j.conf``,
+``server.jvm.additional``), so that the private server runs the engine as a deployed one does.
+Without the module openings the page cache falls back to a slower path for its buffers (its log
+says so: "Reflection access to java.nio.DirectByteBuffer is not available, using fallback
+mode") and the transaction logs cannot be advised to the kernel ("Unable to advise sequential
+access ... Incorrect file descriptor"). Left out: the TLS options (the private server speaks
+plain Bolt on loopback) and ``-XX:+AlwaysPreTouch`` (its heap starts small and grows). G1, the
+distribution's collector, is chosen unless ``jvm_options`` names another."""
 
 QUICK_START_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 """JVM options for a server that lives minutes (a test session): compile with the quick
@@ -172,6 +195,11 @@ def stored_password(path: Path) -> str:
     return password
 
 
+def _names_collector(option: str) -> bool:
+    """``-XX:+UseSerialGC`` and the like: the JVM refuses two collectors."""
+    return option.startswith("-XX:+Use") and option.endswith("GC")
+
+
 class Neo4jServer(ServerProcess):
     """A private Neo4j Community server, Bolt on a loopback port, data in ``data_dir``.
 
@@ -233,6 +261,8 @@ class Neo4jServer(ServerProcess):
             f"-Xms{min(heap_mb, 128)}m",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
+            *DISTRIBUTION_JVM,
+            *(() if any(_names_collector(o) for o in jvm_options) else ("-XX:+UseG1GC",)),
             *jvm_options,
             "-cp", jars.classpath,
             LAUNCHER_CLASS,

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from fleet.config import ConfigError, Settings
-from fleet.embedded.neo4j import Neo4jServer, Neo4jSetupError, neo4j_jars, stored_password
+from fleet.embedded.neo4j import (
+    QUICK_START_JVM,
+    Neo4jServer,
+    Neo4jSetupError,
+    neo4j_jars,
+    stored_password,
+)
 
 
 def test_ladybug_is_the_default_and_a_uri_alone_means_neo4j() -> None:
@@ -66,14 +72,41 @@ def test_missing_java_names_what_to_install(
         java_binary()
 
 
-def test_the_password_stays_out_of_the_command_line(tmp_path: Path) -> None:
+def _fake_jars(tmp_path: Path) -> Path:
     home = tmp_path / "jars"
     (home / "lib").mkdir(parents=True)
     (home / "lib" / "neo4j-kernel-5.26.0.jar").touch()
     (home / "classes").mkdir()
     (home / "classes" / "FleetNeo4j.class").touch()
+    return home
+
+
+def test_the_password_stays_out_of_the_command_line(tmp_path: Path) -> None:
     server = Neo4jServer(
-        tmp_path / "data", password="s3cret-pass", home=home, java=Path("/usr/bin/java")
+        tmp_path / "data",
+        password="s3cret-pass",
+        home=_fake_jars(tmp_path),
+        java=Path("/usr/bin/java"),
     )
     assert not any("s3cret-pass" in arg for arg in server.argv)
     assert "s3cret-pass" not in repr(server)
+
+
+def test_the_server_starts_with_the_distributions_options_and_one_collector(
+    tmp_path: Path,
+) -> None:
+    """As Neo4j's own launcher starts it (G1, the module openings its page cache needs); a
+    short-lived server's collector replaces G1 instead of joining it (the JVM refuses two)."""
+    home = _fake_jars(tmp_path)
+    default = Neo4jServer(tmp_path / "a", password="long-enough", home=home, java=Path("java"))
+    assert "--add-opens=java.base/java.nio=ALL-UNNAMED" in default.argv
+    assert [o for o in default.argv if o.startswith("-XX:+Use")] == ["-XX:+UseG1GC"]
+    quick = Neo4jServer(
+        tmp_path / "b",
+        password="long-enough",
+        home=home,
+        java=Path("java"),
+        jvm_options=QUICK_START_JVM,
+    )
+    assert [o for o in quick.argv if o.startswith("-XX:+Use")] == ["-XX:+UseSerialGC"]
+    assert quick.argv.index("-XX:+UseSerialGC") < quick.argv.index("FleetNeo4j")
