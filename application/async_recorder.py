@@ -26,7 +26,12 @@ from eventsourcing.persistence import (
 
 from application.ports import AsyncRecorder
 
-__all__ = ["ThreadedRecorder", "async_recorder"]
+__all__ = ["READ_AHEAD", "ThreadedRecorder", "async_recorder"]
+
+READ_AHEAD = 10_000
+"""Notifications a subscription holds for a slow reader at most, as the JetStream recorder's
+(``eventstore.jetstream.READ_AHEAD``): a follower that falls behind a long stream holds a
+bounded part of it, not all of it."""
 
 
 def async_recorder(recorder: ApplicationRecorder) -> AsyncRecorder:
@@ -71,16 +76,23 @@ class ThreadedRecorder:
         return out
 
     async def subscribe_async(
-        self, gt: int | None = None, topics: Sequence[str] = ()
+        self,
+        gt: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        read_ahead: int = READ_AHEAD,
     ) -> AsyncGenerator[Notification, None]:
-        """The library's blocking subscription, read in a thread and handed to the loop."""
+        """The library's blocking subscription, read in a thread and handed to the loop; the
+        thread waits while ``read_ahead`` notifications wait for the reader."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Notification | BaseException] = asyncio.Queue()
+        slots = threading.Semaphore(max(1, read_ahead))
         subscription = self._recorder.subscribe(gt=gt, topics=topics)
 
         def pump() -> None:
             try:
                 for n in subscription:
+                    slots.acquire()
                     loop.call_soon_threadsafe(queue.put_nowait, n)
             except BaseException as e:  # handed to the async side, which raises it
                 with contextlib.suppress(RuntimeError):  # loop already closed
@@ -91,11 +103,13 @@ class ThreadedRecorder:
         try:
             while True:
                 item = await queue.get()
+                slots.release()
                 if isinstance(item, BaseException):
                     raise item
                 yield item
         finally:
             subscription.stop()
+            slots.release(max(1, read_ahead))  # a pump waiting for a slot sees the stop
 
 
 if TYPE_CHECKING:  # the JetStream recorder has the port's face, as mypy sees it

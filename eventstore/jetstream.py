@@ -401,6 +401,17 @@ class JetStreamAggregateRecorder(AggregateRecorder):
         return events if limit is None else events[:limit]
 
 
+READ_AHEAD: Final = 10_000
+"""Rows a blocking subscription holds for its reader at most. Past it the subscription stops
+its consumer, and starts another after the last row it holds once the reader has taken half:
+the server would otherwise push a whole backlog at once (a 100,000-event catch-up: every row in
+memory, 59 MiB, and 2.7 CPU-s of this process in its first 4.5 s, beside the nats-server's own,
+while the store being caught up needs the cores; a rebuild of millions of events could run out
+of memory). A consumer is stopped, not paused: nats.py answers a stalled server's flow control
+on its own and drops what overflows its pending limits, so a callback that waited would bound
+nothing and could lose rows."""
+
+
 class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecorder):
     """Events plus the application sequence: the stream sequence of each event message."""
 
@@ -468,7 +479,11 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
         return JetStreamSubscription(self, gt=gt, topics=topics)
 
     async def subscribe_async(
-        self, gt: int | None = None, topics: Sequence[str] = ()
+        self,
+        gt: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        read_ahead: int = READ_AHEAD,
     ) -> AsyncGenerator[Notification, None]:
         """``subscribe`` for a coroutine: the notifications after ``gt``, then each new one as
         it lands, until the iterator is closed (an extension of the library's API, used by
@@ -476,58 +491,128 @@ class JetStreamApplicationRecorder(JetStreamAggregateRecorder, ApplicationRecord
 
         The ordered consumer runs on the calling loop's own connection, so a notification
         reaches its reader with no thread hand-off: the blocking ``subscribe`` takes two (the
-        loop thread, then the reader's thread) before a reader on an event loop sees it.
+        loop thread, then the reader's thread) before a reader on an event loop sees it. At
+        most about ``read_ahead`` rows wait for the reader, as in ``subscribe``.
         """
-        c = self.connection
-        wanted = frozenset(topics)
-        rows: asyncio.Queue[Row] = asyncio.Queue()
-        start = (gt or 0) + 1
-        log = await c.loop_log()
-        if log is None:  # no own connections: the loop thread consumes and hands rows over
-            loop = asyncio.get_running_loop()
-
-            def handed_over(row: Row) -> None:  # on the loop thread
-                if not _unwanted(row, wanted):
-                    loop.call_soon_threadsafe(rows.put_nowait, row)
-
-            consuming = c.log.consume(self.events_subject, start, handed_over)
-            stop = await c.acall(consuming, "subscribe")
-        else:
-
-            def on_msg(row: Row) -> None:
-                if not _unwanted(row, wanted):
-                    rows.put_nowait(row)
-
-            try:
-                stop = await log.consume(self.events_subject, start, on_msg)
-            except Exception as e:
-                raise translate(e, url=c.settings.url, where="subscribe") from e
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            # nats-py's subscribe can swallow a cancellation that arrives while it waits for the
-            # consumer (Python 3.11's wait_for): honour it here, or the reader waits forever.
-            await _stopped(stop, log is None, c)
-            raise asyncio.CancelledError
+        rows = _AsyncRows(self, gt or 0, frozenset(topics), read_ahead)
         try:
+            await rows.start()
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # nats-py's subscribe can swallow a cancellation that arrives while it waits for
+                # the consumer (Python 3.11's wait_for): honour it here, or the reader waits
+                # forever.
+                raise asyncio.CancelledError
             while True:
                 row = await rows.get()
                 n = _notification(row)  # DataError names the sequence and subject
-                if wanted and n.topic not in wanted:
+                if rows.wanted and n.topic not in rows.wanted:
                     continue
                 yield n
         finally:
-            await _stopped(stop, log is None, c)
+            await rows.close()
 
 
-async def _stopped(
-    stop: Callable[[], Coroutine[object, object, None]], crossed: bool, c: JetStreamConnection
-) -> None:
-    """End a consumer of ``subscribe_async``: on the loop thread when it was made there."""
-    if crossed:
-        c.loop.submit(stop())
-        return
-    with contextlib.suppress(Exception):  # the connection may be closing already
-        await stop()
+class _AsyncRows:
+    """The rows of one ``subscribe_async``, on the reader's loop, at most about ``read_ahead``
+    of them queued (``READ_AHEAD`` says why): past it the consumer is stopped and rows that
+    still arrive are dropped; once the reader has taken half, a new consumer starts after the
+    last row queued. Where the store has no own connections, the consumer runs on the loop
+    thread and hands each row over."""
+
+    def __init__(
+        self,
+        recorder: JetStreamApplicationRecorder,
+        after: int,
+        wanted: frozenset[str],
+        read_ahead: int,
+    ) -> None:
+        self.wanted = wanted
+        self._c = recorder.connection
+        self._subject = recorder.events_subject
+        self._loop = asyncio.get_running_loop()
+        self._rows: asyncio.Queue[Row] = asyncio.Queue()
+        self._read_ahead = max(2, read_ahead)
+        self._last = after  # the last row queued (or skipped as unwanted)
+        self._paused = False
+        self._crossed = False  # the consumer runs on the loop thread
+        self._unsubscribe: Callable[[], Coroutine[object, object, None]] | None = None
+        self._halting: asyncio.Task[None] | None = None
+        self._failure: Exception | None = None
+
+    async def start(self) -> None:
+        log = await self._c.loop_log()
+        self._crossed = log is None
+        self._unsubscribe = await self._consume(log, self._last + 1)
+
+    async def _consume(
+        self, log: JetStreamLog | None, first: int
+    ) -> Callable[[], Coroutine[object, object, None]]:
+        if log is None:  # no own connections: the loop thread consumes and hands rows over
+
+            def handed_over(row: Row) -> None:  # on the loop thread
+                if not _unwanted(row, self.wanted):
+                    self._loop.call_soon_threadsafe(self._accept, row)
+
+            c = self._c
+            return await c.acall(c.log.consume(self._subject, first, handed_over), "subscribe")
+        try:
+            return await log.consume(self._subject, first, self._on_msg)
+        except Exception as e:
+            raise translate(e, url=self._c.settings.url, where="subscribe") from e
+
+    def _on_msg(self, row: Row) -> None:  # on the reader's loop
+        if _unwanted(row, self.wanted):
+            if not self._paused:
+                self._last = max(self._last, row.seq)
+            return
+        self._accept(row)
+
+    def _accept(self, row: Row) -> None:  # on the reader's loop
+        if self._paused or row.seq <= self._last:
+            return  # after a stop asked for (read again on resume), or a re-delivery
+        self._last = row.seq
+        self._rows.put_nowait(row)
+        if self._rows.qsize() >= self._read_ahead:
+            self._paused = True
+            self._halting = self._loop.create_task(self._halt())
+
+    async def _halt(self, *, closing: bool = False) -> None:
+        stop, self._unsubscribe = self._unsubscribe, None
+        if stop is None:
+            return
+        if self._crossed and closing:  # made on the loop thread: stopped there, not waited for
+            self._c.loop.submit(stop())
+            return
+        with contextlib.suppress(Exception):  # the connection may be closing already
+            if self._crossed:  # a pause: the old consumer must be gone before the new one
+                await self._c.acall(stop(), "unsubscribe")
+            else:
+                await stop()
+
+    async def get(self) -> Row:
+        if self._paused and self._failure is None and self._rows.qsize() < self._read_ahead // 2:
+            await self._resume()
+        if self._failure is not None and self._rows.empty():
+            raise self._failure  # after every row queued before it
+        return await self._rows.get()
+
+    async def _resume(self) -> None:
+        if self._halting is not None:
+            await self._halting  # the old consumer delivers nothing more
+            self._halting = None
+        self._paused = False
+        try:
+            log = None if self._crossed else await self._c.loop_log()
+            self._unsubscribe = await self._consume(log, self._last + 1)
+        except Exception as e:  # the reader raises it, after what it holds
+            self._failure = e
+
+    async def close(self) -> None:
+        if self._halting is not None:
+            with contextlib.suppress(Exception):
+                await self._halting
+        await self._halt(closing=True)
 
 
 def _unwanted(row: Row, wanted: frozenset[str]) -> bool:
@@ -539,17 +624,6 @@ def _unwanted(row: Row, wanted: frozenset[str]) -> bool:
         return topic(row.payload) not in wanted
     except (DataError, UnicodeDecodeError):
         return False
-
-
-READ_AHEAD: Final = 10_000
-"""Rows a blocking subscription holds for its reader at most. Past it the subscription stops
-its consumer, and starts another after the last row it holds once the reader has taken half:
-the server would otherwise push a whole backlog at once (a 100,000-event catch-up: every row in
-memory, 59 MiB, and 2.7 CPU-s of this process in its first 4.5 s, beside the nats-server's own,
-while the store being caught up needs the cores; a rebuild of millions of events could run out
-of memory). A consumer is stopped, not paused: nats.py answers a stalled server's flow control
-on its own and drops what overflows its pending limits, so a callback that waited would bound
-nothing and could lose rows."""
 
 
 class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):

@@ -262,3 +262,49 @@ def test_a_cancellation_swallowed_while_subscribing_still_ends_the_reader(
         return reader.done() and reader.cancelled()  # not still waiting for events
 
     assert asyncio.run(main())
+
+
+@pytest.mark.parametrize("own", ["yes", "no"], ids=["own-connection", "loop-thread"])
+def test_an_async_subscription_reads_ahead_a_bounded_amount_and_loses_nothing(
+    nats_url: str, nats_stream: str, own: str
+) -> None:
+    """A follower that reads slowly (the dispatchers, the watch hub) holds about ``read_ahead``
+    rows, not the whole backlog: past it the consumer stops, and a new one starts after the
+    last row held once the reader has taken half. Every event comes once and in order, those
+    saved during a pause too; with or without the loop's own connection."""
+    factory = JetStreamFactory(
+        {"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_OWN_CONNECTIONS": own}
+    )
+    recorder = _recorder(factory)
+    ids = [uuid.uuid4() for _ in range(20)]
+    for v in range(1, 16):  # 300 events, 20 per message batch
+        recorder.insert_events([_event(a, v) for a in ids])
+
+    async def main() -> tuple[list[int], list[int]]:
+        notes = recorder.subscribe_async(gt=0, read_ahead=40)
+        taken = [(await anext(notes)).id]
+        # The generator's own queue, seen from outside only here: what it holds is the figure.
+        held = notes.ag_frame.f_locals["rows"]._rows  # type: ignore[attr-defined]
+        sizes: list[int] = []
+
+        def settled() -> bool:
+            sizes.append(held.qsize())
+            return len(sizes) > 5 and sizes[-1] == sizes[-6]
+
+        await eventually(settled, what="the queue never settled", interval=0.05)
+        await recorder.insert_events_each_async([[_event(a, 16) for a in ids]])  # while paused
+        peak = 0
+        async with asyncio.timeout(30):
+            while len(taken) < 320:
+                taken.append((await anext(notes)).id)
+                peak = max(peak, held.qsize())
+        await notes.aclose()
+        return taken, [sizes[-1], peak]
+
+    try:
+        taken, (settled_at, peak) = asyncio.run(main())
+    finally:
+        factory.close()
+    assert 40 - 1 <= settled_at < 40 + 20  # the bound (less the first, taken), not 300
+    assert peak < 40 + 20
+    assert taken == list(range(1, 321))

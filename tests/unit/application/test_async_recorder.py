@@ -13,6 +13,7 @@ from eventsourcing.popo import POPOApplicationRecorder
 
 from application.async_recorder import ThreadedRecorder, async_recorder
 from application.ports import AsyncRecorder
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,3 +52,28 @@ async def test_the_subscription_gives_history_then_live_events_narrowed_by_topic
         await notes.aclose()
     assert (first.id, first.originator_version) == (2, 2)
     assert (second.id, second.originator_version) == (4, 4)
+
+
+async def test_the_subscription_holds_a_bounded_amount_for_a_slow_reader() -> None:
+    """The reading thread waits while ``read_ahead`` notifications wait: a follower behind a
+    long stream holds part of it; it still gets every one, in order."""
+    face = ThreadedRecorder(POPOApplicationRecorder())
+    a = uuid.uuid4()
+    await face.insert_events_each_async([[_event(a, v)] for v in range(1, 301)])
+    notes = face.subscribe_async(gt=0, read_ahead=40)
+    try:
+        taken = [(await asyncio.wait_for(anext(notes), 10)).id]
+        held = notes.ag_frame.f_locals["queue"]  # type: ignore[attr-defined]
+        sizes: list[int] = []
+
+        def settled() -> bool:
+            sizes.append(held.qsize())
+            return len(sizes) > 5 and sizes[-1] == sizes[-6]
+
+        await eventually(settled, what="the queue never settled", interval=0.05)
+        while len(taken) < 300:
+            taken.append((await asyncio.wait_for(anext(notes), 10)).id)
+    finally:
+        await notes.aclose()
+    assert sizes[-1] <= 40  # not the 299 left
+    assert taken == list(range(1, 301))
