@@ -13,7 +13,7 @@ import pytest
 from projectors.errors import PositionMovedError, ProjectionFencedError, ReadOnlyQueryError
 from projectors.fence import Fence
 from projectors.graph.neo4j import CONSTRAINTS, LAYER_QUERY, Neo4jGraph, _apply_tx
-from projectors.graph.statements import VOCABULARY, WRITE_POSITION, Statement
+from projectors.graph.statements import VOCABULARY, Statement
 
 
 class _Result:
@@ -50,7 +50,7 @@ _SLOT = f"s{VOCABULARY.index(_AGENT)}"
 
 def test_apply_locks_compares_writes_then_moves_the_position() -> None:
     """The batch runs as the layer query, its rows in their statement's slot (the others
-    empty), between the lock and the move."""
+    empty), after the lock; the same query moves the position, in its last subquery."""
     tx = FakeTransaction(position=4)
     a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
     batch = [(5, [a]), (6, [b])]
@@ -59,10 +59,13 @@ def test_apply_locks_compares_writes_then_moves_the_position() -> None:
     cypher, params = tx.ran[1]
     assert cypher == LAYER_QUERY
     assert params["b"][_SLOT] == [{"id": "a"}, {"id": "b"}]  # one UNWIND for both
-    assert len(params["b"]) == len(VOCABULARY)
-    assert not any(v for k, v in params["b"].items() if k != _SLOT)
-    assert tx.ran[2] == (WRITE_POSITION, {"name": "graph", "position": 6, "lease_until": None})
-    assert len(tx.ran) == 3
+    assert len(params["b"]) == len(VOCABULARY) + 1
+    assert not any(v for k, v in params["b"].items() if k not in (_SLOT, "position"))
+    assert params["b"]["position"] == [{"name": "graph", "position": 6, "lease_until": None}]
+    assert LAYER_QUERY.rstrip().endswith(
+        "SET x.position = p.position, x.lease_until = p.lease_until\n}"
+    )
+    assert len(tx.ran) == 2
 
 
 def test_a_row_that_must_follow_a_later_statement_takes_a_second_layer_query() -> None:
@@ -74,6 +77,14 @@ def test_a_row_that_must_follow_a_later_statement_takes_a_second_layer_query() -
     assert len(layers) == 2
     assert layers[0][f"s{len(VOCABULARY) - 3}"] == [{"id": "x"}] and not layers[0][_SLOT]
     assert layers[1][_SLOT] == [{"id": "a"}]
+    assert not layers[0]["position"] and layers[1]["position"][0]["position"] == 1  # the last
+
+
+def test_a_batch_that_writes_nothing_still_moves_the_position() -> None:
+    tx = FakeTransaction(position=0)
+    assert _apply_tx(tx, "graph", [(1, []), (2, [])]) == 2  # type: ignore[arg-type]
+    ((cypher, params),) = tx.ran[1:]
+    assert cypher == LAYER_QUERY and params["b"]["position"][0]["position"] == 2
 
 
 @pytest.mark.parametrize("stored", [5, 9])
