@@ -238,7 +238,15 @@ class Writes:
         would, and one whose acknowledgement was lost is resolved by reading back, as ever.
         Without the subject's last sequence at hand (not cached, not a new aggregate) the
         records go one by one from the start.
+
+        On a replicated stream the chain is one atomic batch instead (``_as_batches``): every
+        replica checks ``Nats-Expected-Last-Msg-Id`` again against the last message id it holds
+        in memory, which a follower that caught up from its leader's snapshot does not hold; it
+        then fails to apply the record ("last msgid mismatch") and the stream stops taking
+        writes. A batch's later records need no condition: nothing can land inside it.
         """
+        if self._settings.replicas > 1:
+            return await self._as_batches(writes, optimistic)
         subject = writes[0].subject
         last = self._positions.get(subject)
         known = last is not None or optimistic(writes[0])
@@ -259,6 +267,26 @@ class Writes:
         replies = await self._requests(subject, [w.payload for w in writes], heads)
         sent = [_sent(r, subject) for r in replies]
         return await self._one_by_one(writes, optimistic, sent, after=expected)
+
+    async def _as_batches(
+        self, writes: Sequence[Write], optimistic: Callable[[Write], bool]
+    ) -> list[int | BaseException]:
+        """One-record writes to one subject, in order, as atomic batches of at most
+        ``MAX_BATCH``: each record's sequence, or the batch's error (and "not written" for the
+        batches after a failed one)."""
+        out: list[int | BaseException] = []
+        for start in range(0, len(writes), MAX_BATCH):
+            part = writes[start : start + MAX_BATCH]
+            if out and isinstance(out[-1], BaseException):
+                out += [_not_written(w.subject, out[-1]) for w in part]
+                continue
+            try:
+                last = await self.append(part, optimistic=optimistic)
+            except Exception as e:  # this batch's outcome
+                out += [e] * len(part)
+                continue
+            out += range(last - len(part) + 1, last + 1)
+        return out
 
     async def _one_by_one(
         self,

@@ -21,6 +21,7 @@ from typing import Any
 import nats
 import pytest
 from eventsourcing.application import Application
+from eventsourcing.persistence import StoredEvent
 from nats.js import api
 
 from eventstore.jetstream import JetStreamFactory
@@ -193,3 +194,80 @@ def test_replicas_are_raised_to_the_setting_and_never_lowered(
         _save_then_load(app, ledger, 20, tap)
     finally:
         app.close()
+
+
+@pytest.mark.timeout(60)
+def test_one_aggregates_events_in_a_row_go_as_one_batch_and_survive_a_follower_restart(
+    nats_cluster: NatsCluster,
+) -> None:
+    """On one node a chain of one-event saves is sent together, each conditional on the one
+    before by message id. A replica checks that id again against one it holds only in memory,
+    which a follower that caught up from a snapshot lacks: the chain would stop it. On R3 the
+    chain is one atomic batch: no message-id condition goes out, and the chains keep landing,
+    in order, on every replica, across a follower's SIGKILL and restart."""
+    factory = JetStreamFactory(_env(nats_cluster.url, "R3", 3))
+    try:
+        recorder = factory.application_recorder()
+        sent = _spy_publishes(factory)
+        ids = [uuid.uuid4() for _ in range(4)]
+        versions = dict.fromkeys(ids, 0)
+
+        def chains() -> None:
+            units = []
+            for oid in ids:
+                for _ in range(3):
+                    versions[oid] += 1
+                    units.append([_stored(oid, versions[oid])])
+            results = recorder.insert_events_each(units)
+            assert all(isinstance(r, list) for r in results), results
+
+        chains()
+        follower = _follower(nats_cluster, "R3")
+        follower.kill()
+        chains()
+        follower.start()
+        for _ in range(5):
+            chains()
+        assert not [h for h in sent if "Nats-Expected-Last-Msg-Id" in h]
+        assert any("Nats-Batch-Commit" in h for h in sent)
+        for oid in ids:
+            stored = [e.originator_version for e in recorder.select_events(oid)]
+            assert stored == list(range(1, versions[oid] + 1))
+        last = _info(nats_cluster.url, "R3").state.last_seq
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            group = _info(nats_cluster.url, "R3").cluster
+            assert group is not None
+            if all(r.current and not r.lag for r in group.replicas or []):
+                break
+            time.sleep(0.1)
+        assert all(r.current and not r.lag for r in group.replicas or []), group.replicas
+        assert _info(follower.url, "R3").state.last_seq == last
+    finally:
+        factory.close()
+
+
+def _stored(oid: uuid.UUID, version: int) -> StoredEvent:
+    return StoredEvent(originator_id=oid, originator_version=version, topic="t", state=b"x")
+
+
+def _spy_publishes(factory: JetStreamFactory) -> list[dict[str, str]]:
+    """The headers of every message the store sends to its stream from now on."""
+    nc = factory.connection.log.nc
+    prefix = factory.connection.settings.prefix + "."
+    seen: list[dict[str, str]] = []
+    real_publish, real_request = nc.publish, nc.request
+
+    async def publish(subject: str, payload: bytes = b"", **kw: Any) -> Any:
+        if subject.startswith(prefix):
+            seen.append(dict(kw.get("headers") or {}))
+        return await real_publish(subject, payload, **kw)
+
+    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+        if subject.startswith(prefix):
+            seen.append(dict(kw.get("headers") or {}))
+        return await real_request(subject, payload, timeout, **kw)
+
+    nc.publish = publish  # type: ignore[method-assign,assignment]
+    nc.request = request  # type: ignore[method-assign,assignment]
+    return seen
