@@ -7,10 +7,8 @@ needed), so it also works when the API is down.
 
 from __future__ import annotations
 
-from eventsourcing.application import project_aggregate
-
 from aggregates import Council, CouncilStateError, Role, council_id, deliberation_id
-from application.app import jetstream_application
+from application.app import fold, jetstream_application
 from application.errors import DeliberationNotFoundError
 from application.events import FleetEvent, fleet_event
 from application.timeline import History, fold_history
@@ -45,6 +43,6 @@ def replay_council(
         app.close()
     if not events:
         raise CouncilStateError("role", f"the {r} council has no events")
-    folded = project_aggregate(None, events)
+    folded = fold(None, events)
     assert isinstance(folded, Council)
     return folded, events

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from uuid import UUID
 
-from eventsourcing.application import Application, project_aggregate
+from eventsourcing.application import Application
 from eventsourcing.utils import get_topic
 
 from aggregates import Council, Deliberation, Plan, Role, council_id
+from application.app import fold
 from application.events import FleetEvent, fleet_event
 
 _PAGE = 1000
@@ -41,7 +42,7 @@ class History:
     def replay(self, version: int) -> Deliberation:
         """The aggregate folded from its first ``version`` events (version >= 1)."""
         if version not in self._replays:
-            folded = project_aggregate(None, self.events[:version])
+            folded = fold(None, self.events[:version])
             self._replays[version] = cast(Deliberation, folded)
         return self._replays[version]
 
