@@ -58,3 +58,15 @@ def test_fold_is_cheaper_than_the_librarys_fold() -> None:
     library = min(timeit.repeat(lambda: project_aggregate(None, events), number=50, repeat=5))
     ours = min(timeit.repeat(lambda: fold(None, events), number=50, repeat=5))
     assert ours < library / 2, (ours, library)
+
+
+def test_the_librarys_cache_setting_still_applies() -> None:
+    app = FleetApplication(env={**scenarios.POPO, "AGGREGATE_CACHE_MAXSIZE": "10"})
+    d_id = scenarios.in_progress(app).deliberation_id
+    assert app.repository.cache is not None and app.repository.fastforward
+    first: Deliberation = app.repository.get(d_id)
+    first.cancel(reason="enough")
+    app.save(first)
+    again: Deliberation = app.repository.get(d_id)
+    events = list(app.events.get(d_id))
+    assert _state(again) == _state(project_aggregate(None, events))
