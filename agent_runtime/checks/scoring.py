@@ -70,7 +70,7 @@ from agent_runtime.checks.static_checks import (
     CODE_ROLES,
     dryrun_check,
     extract_code_blocks,
-    lint_check,
+    lint_checks,
     not_executed,
     policy_check,
 )
@@ -241,6 +241,10 @@ def assess_candidates(
         code = {a: [b.code for b in bs] for a, bs in blocks.items()}
         box = sandbox or DisabledSandbox("no sandbox given")
         executed, not_run = execution_checks(code, request.acceptance_tests, box, limits)
+    lints: dict[str, CheckOutcome] = {}
+    if running and role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
+        linted = lint_checks([blocks[c.agent_id] for c in request.candidates])
+        lints = {c.agent_id: lint for c, lint in zip(request.candidates, linted, strict=True)}
     out: list[Assessment] = []
     for c in request.candidates:
         checks: tuple[CheckOutcome, ...] = (policy_check(c.content, role, request.requirements),)
@@ -257,8 +261,8 @@ def assess_candidates(
                     details = dry.details | {"acceptance": f"{not_run} (tests given)"}
                     dry = replace(dry, details=details)
             checks = (*checks, dry, cross)
-            if role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
-                checks = (*checks, lint_check(mine))
+            if c.agent_id in lints:
+                checks = (*checks, lints[c.agent_id])
         checks = (*checks, *role_checks(c, request, sandbox, limits))
         if request.peer_review:
             checks = (*checks, peer_review_check(c))

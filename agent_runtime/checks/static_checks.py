@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from agent_runtime.checks.role_checks import ToolUnavailableError, ruff_lint
+from agent_runtime.checks.role_checks import ToolUnavailableError, ruff_lint, ruff_lint_many
 from aggregates.values import EXECUTED_KEY, CheckOutcome
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "dryrun_check",
     "extract_code_blocks",
     "lint_check",
+    "lint_checks",
     "lint_source",
     "not_executed",
     "policy_check",
@@ -180,8 +181,31 @@ def not_executed(compiled: CheckOutcome, not_run: str) -> CheckOutcome:
 
 def lint_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
     """Lint the compiling blocks as one module (later blocks may use earlier definitions)."""
-    code = "\n\n".join(b.code for b in blocks if _compile_error(b.code) is None)
-    if not code.strip():
+    return lint_checks([blocks])[0]
+
+
+def lint_checks(candidates: Sequence[Sequence[CodeBlock]]) -> list[CheckOutcome]:
+    """``lint_check`` of each candidate's blocks, with one ruff run for all of them."""
+    codes = [
+        "\n\n".join(b.code for b in blocks if _compile_error(b.code) is None)
+        for blocks in candidates
+    ]
+    linted = [i for i, code in enumerate(codes) if code.strip()]
+    try:
+        found = ruff_lint_many([codes[i] for i in linted])
+        reports = {
+            i: LintReport(errors=r.errors, warnings=r.warnings)
+            for i, r in zip(linted, found, strict=True)
+        }
+    except ToolUnavailableError as e:
+        cannot = LintReport(errors=(f"cannot lint: {e}",), warnings=())
+        reports = dict.fromkeys(linted, cannot)
+    return [_lint_outcome(reports.get(i)) for i in range(len(codes))]
+
+
+def _lint_outcome(report: LintReport | None) -> CheckOutcome:
+    """The ``lint`` check of one candidate (``None``: it has no compiling code)."""
+    if report is None:
         return CheckOutcome(
             "lint",
             False,
@@ -189,7 +213,6 @@ def lint_check(blocks: Sequence[CodeBlock]) -> CheckOutcome:
             "no compiling code to lint",
             {"error_count": "0", "warning_count": "0"},
         )
-    report = lint_source(code)
     n_err, n_warn = len(report.errors), len(report.warnings)
     score = max(0.0, 1.0 / (1 + n_err) - 0.05 * n_warn)
     details = {"error_count": str(n_err), "warning_count": str(n_warn)}

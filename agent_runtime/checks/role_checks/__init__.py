@@ -37,7 +37,7 @@ from agent_runtime.checks.role_checks.devops import (
     yamllint_check,
 )
 from agent_runtime.checks.role_checks.names import CHECKS_BY_ROLE, unknown_checks
-from agent_runtime.checks.role_checks.python_lint import ruff_lint
+from agent_runtime.checks.role_checks.python_lint import ruff_lint, ruff_lint_many
 from agent_runtime.checks.role_checks.qa import qa_tests_check
 from aggregates.values import CheckOutcome
 
@@ -49,6 +49,7 @@ __all__ = [
     "is_applicable",
     "role_checks",
     "ruff_lint",
+    "ruff_lint_many",
     "unknown_checks",
 ]
 

@@ -16,7 +16,7 @@ from agent_runtime.api import AssessmentInput, Candidate
 from agent_runtime.checks.role_checks import RoleCheckConfig, role_checks
 from agent_runtime.checks.role_checks._tools import find_tool
 from agent_runtime.checks.scoring import assess_candidates
-from agent_runtime.checks.static_checks import extract_code_blocks, lint_check
+from agent_runtime.checks.static_checks import extract_code_blocks, lint_check, lint_checks
 from aggregates.values import CheckOutcome
 
 
@@ -51,6 +51,52 @@ def test_ruff_lint_catches_an_undefined_name_and_an_unused_import() -> None:
     assert "F401 `os` imported but unused" in outcome.details["warnings"]
     clean = lint_check(extract_code_blocks(fenced("python", "def area(r):\n    return r * r\n")))
     assert clean.passed and clean.score == 1.0
+
+
+def test_candidates_linted_in_one_ruff_run_read_as_if_each_ran_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A DEV deliberation lints all its candidates with one ruff process. Each stays its own
+    module: one candidate's import does not define a name in another's, the findings (and
+    their line numbers) match a lint of that candidate alone, and a candidate with no
+    compiling code gets its own outcome without reaching ruff."""
+    answers = [
+        "import math\n\ndef area(r):\n    return math.pi * r * r\n",
+        "def area(r):\n    return math.pi * r * r\n",
+        "def area(r) return r\n",
+        "import os\n\n\ndef area(r):\n    return r * r\n",
+    ]
+    candidates = [extract_code_blocks(fenced("python", a)) for a in answers]
+    runs: list[list[str]] = []
+    real = role_checks_module.python_lint.run_tool
+
+    def counting(name: str, args: list[str], stdin: str) -> Any:
+        runs.append(args)
+        return real(name, args, stdin)
+
+    monkeypatch.setattr(role_checks_module.python_lint, "run_tool", counting)
+    together = lint_checks(candidates)
+    assert len(runs) == 1
+    alone = [lint_check(c) for c in candidates]
+    assert together == alone
+    assert [o.passed for o in together] == [True, False, False, True]
+    assert "F821 Undefined name `math`" in together[1].details["errors"]
+    assert together[2].message == "no compiling code to lint"
+    assert together[3].details["warnings"] == "line 1: F401 `os` imported but unused"
+
+
+def test_ruff_failing_is_a_lint_error_never_clean_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ruff exiting 2 (it could not lint) with nothing on stdout used to read as "no
+    findings"; it is a lint error naming the cause, for every candidate of the run."""
+    from agent_runtime.checks.role_checks._tools import ToolRun
+
+    def failing(name: str, args: list[str], stdin: str) -> ToolRun:
+        return ToolRun(2, "", "ruff failed: out of file handles")
+
+    monkeypatch.setattr(role_checks_module.python_lint, "run_tool", failing)
+    outcomes = lint_checks([extract_code_blocks(fenced("python", "x = 1\n"))] * 2)
+    assert [o.passed for o in outcomes] == [False, False]
+    assert all("cannot lint: ruff failed" in o.message for o in outcomes)
 
 
 def test_ruff_is_found_on_a_thread_while_another_fills_sysconfig(
