@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from unittest import mock
 
 import pytest
 from eventsourcing.dcb.msgpack import MessagePackMapper
@@ -255,7 +256,37 @@ def _projection_env() -> dict[str, str]:
     }
 
 
-class TestAggregateEventCountersProjection(AggregateEventCountersProjectionTestCase):
+class ClosesTheViewsFactory:
+    """Mixin: close every store factory a case constructed. The library's ``ProjectionRunner``
+    closes its application but never the factory of its view, so each case left a NATS
+    connection open, which went on reconnecting (and logging so) once the shared server
+    stopped at the end of the run."""
+
+    def setUp(self) -> None:
+        self._factories: list[JetStreamFactory] = []
+        real = JetStreamFactory.__init__
+        made = self._factories
+
+        def remembering(factory: JetStreamFactory, env: Any) -> None:
+            real(factory, env)
+            made.append(factory)
+
+        self._patch = mock.patch.object(JetStreamFactory, "__init__", remembering)
+        self._patch.start()
+        super().setUp()  # type: ignore[misc]
+
+    def tearDown(self) -> None:
+        try:
+            super().tearDown()  # type: ignore[misc]
+        finally:
+            self._patch.stop()
+            for factory in self._factories:
+                factory.close()
+
+
+class TestAggregateEventCountersProjection(
+    ClosesTheViewsFactory, AggregateEventCountersProjectionTestCase
+):
     view_class = JetStreamEventCountersView
 
     def setUp(self) -> None:
@@ -263,13 +294,15 @@ class TestAggregateEventCountersProjection(AggregateEventCountersProjectionTestC
         super().setUp()
 
 
-class TestEventSourcedProjection(EventSourcedProjectionTestCase):
+class TestEventSourcedProjection(ClosesTheViewsFactory, EventSourcedProjectionTestCase):
     def setUp(self) -> None:
         self.env = _projection_env()  # type: ignore[misc]
         super().setUp()
 
 
-class TestTaggedDecisionCountersProjection(TaggedDecisionCountersProjectionTestCase):
+class TestTaggedDecisionCountersProjection(
+    ClosesTheViewsFactory, TaggedDecisionCountersProjectionTestCase
+):
     """The DCB case: its upstream DCBApplication needs a DCB recorder (queries by tags and
     types, append conditional on a query), which this store does not offer, so the upstream
     runs on the library's in-memory DCB store; the counters view is on JetStream."""
