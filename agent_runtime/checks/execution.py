@@ -22,9 +22,9 @@ import secrets
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent_runtime.checks.applicability import not_applicable
+from agent_runtime.checks.runner_files import RUNNER, RUNNER_NAME, SHIM, SHIM_NAME
 from agent_runtime.checks.sandbox import Sandbox, SandboxLimits, SandboxRun
 from aggregates.values import CheckOutcome
 
@@ -47,9 +47,6 @@ ACCEPTANCE = "acceptance"
 
 _TEST_DEF = re.compile(r"^(?:async\s+)?def\s+test_?\w*\s*\(", re.MULTILINE)
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
-_HERE = Path(__file__).parent
-_RUNNER = (_HERE / "_test_runner.py").read_text(encoding="utf-8")
-_PYTEST = (_HERE / "_pytest_shim.py").read_text(encoding="utf-8")
 
 
 def is_tests_block(code: str) -> bool:
@@ -115,9 +112,9 @@ def run_candidate(
 ) -> CandidateRun:
     """Import ``solution`` as ``solution`` and run each of ``suites`` (name → code) against it."""
     nonce = secrets.token_hex(8)
-    files = {"solution.py": solution, "_fleet_runner.py": _RUNNER, "pytest.py": _PYTEST}
+    files = {"solution.py": solution, RUNNER_NAME: RUNNER, SHIM_NAME: SHIM}
     files |= {f"suites/{name}.py": code for name, code in suites.items()}
-    run = sandbox.run(files, ["python3", "-I", "-S", "_fleet_runner.py", nonce], limits)
+    run = sandbox.run(files, ["python3", "-I", "-S", RUNNER_NAME, nonce], limits)
     marker = f"@@fleet-results {nonce} "
     at = run.output.rfind(marker)
     if at < 0 or run.reason:

@@ -75,6 +75,11 @@ WARM_MODULES = (
 )
 """What the runs use (the runner and its ``pytest``), imported once here rather than per run."""
 
+PRECOMPILED_FILE = ".fleet-precompiled.json"
+"""The host's sources to compile at start (``sandbox_warm.PRECOMPILED_FILE``), read then removed."""
+_PRECOMPILED: dict[str, tuple[bytes, types.CodeType]] = {}
+"""Path as a run names it → (its source, the code compiled from it before any run)."""
+
 CONTROL_FD = -1
 """The socket to the host (its number is the server's argument)."""
 WORK = "/work"
@@ -273,6 +278,79 @@ def _child(job: _Job, payload_fd: int, out_fd: int) -> None:
         os._exit(code & 0xFF)
 
 
+def _precompile() -> None:
+    """Compile the host's sources (Fleet's own runner and ``pytest``) once, before any run, as a
+    run would compile them: the bytes, without this file's ``__future__`` flags."""
+    try:
+        with open(PRECOMPILED_FILE, encoding="utf-8") as f:
+            sources: dict[str, str] = json.load(f)
+    except FileNotFoundError:
+        return
+    os.unlink(PRECOMPILED_FILE)
+    for path, text in sources.items():
+        data = text.encode("utf-8")
+        _PRECOMPILED[path] = (data, compile(data, path, "exec", dont_inherit=True))
+
+
+def _precompiled(path: str) -> types.CodeType | None:
+    """The code compiled at start for ``path``, if the run's file there holds exactly its source
+    (a run that brings another text at that path gets its own text compiled, as ever)."""
+    entry = _PRECOMPILED.get(path)
+    if entry is None:
+        return None
+    source, code = entry
+    try:
+        with open(path, "rb") as f:
+            data = f.read(len(source) + 1)
+    except OSError:
+        return None
+    return code if data == source else None
+
+
+class _PrecompiledFinder:
+    """First on ``sys.meta_path`` in a run: the usual path finder chooses the module's file, and
+    where that file's text is one compiled at start, its loader skips the compile."""
+
+    def __init__(self) -> None:
+        self.names = {os.path.basename(p)[: -len(".py")] for p in _PRECOMPILED if p.endswith(".py")}
+
+    def find_spec(
+        self, name: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name not in self.names or path is not None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return spec
+        code = _precompiled(str(spec.origin))
+        if code is not None:
+            spec.loader = _PrecompiledLoader(name, str(spec.origin), code)
+        return spec
+
+
+class _PrecompiledLoader(importlib.machinery.SourceFileLoader):
+    """A source file's loader whose code was compiled before the run."""
+
+    def __init__(self, fullname: str, path: str, code: types.CodeType) -> None:
+        super().__init__(fullname, path)
+        self.code = code
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        return self.code
+
+
+def _run_script(code: types.CodeType, script: str) -> None:
+    """``runpy.run_path(script, run_name="__main__")`` for a script compiled at start: the same
+    globals in a fresh ``__main__``."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(
+        __file__=script, __cached__=None, __doc__=None, __loader__=None, __package__="",
+        __spec__=None,
+    )  # fmt: skip
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
 def _run(argv: list[str]) -> int:
     """``argv`` as ``python3 [flags] (-c code | script) args`` does it, in this warm interpreter
     (``python3`` names the interpreter this server runs on); anything else is exec'd."""
@@ -304,6 +382,11 @@ def _run(argv: list[str]) -> int:
             sys.argv = argv[i:]
             if not isolated:
                 sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+            if _PRECOMPILED:
+                sys.meta_path.insert(0, _PrecompiledFinder())
+            code = _precompiled(script)
+            if code is not None:
+                return _main(lambda: _run_script(code, script))
             return _main(lambda: runpy.run_path(script, run_name="__main__"))
     path = sys.executable if python else shutil.which(program, path="/usr/bin:/bin") or program
     os.execv(path, [path, *argv[1:]])
@@ -411,6 +494,7 @@ def main() -> None:
     CONTROL_FD = int(sys.argv[1])
     for name in WARM_MODULES:
         importlib.import_module(name)
+    _precompile()
     sock = socket.socket(fileno=CONTROL_FD)
     os.unlink(sys.argv[0])  # this program's own file: the runs' work dir starts empty
     # As the sandbox's init, the server gets from inside only the signals it handles: it

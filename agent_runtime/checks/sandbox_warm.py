@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from agent_runtime.checks.runner_files import PRECOMPILED
+
 __all__ = ["FORKSERVER", "ForkServer", "ForkServerError", "Outcome"]
 
 FORKSERVER = (Path(__file__).parent / "sandbox_forkserver.py").read_text(encoding="utf-8")
@@ -38,6 +40,9 @@ START_TIMEOUT_S = 20.0
 """How long a fork server may take to say it is ready."""
 GRACE_S = 3.0
 """How long past a run's wall clock this side waits for the server before killing the sandbox."""
+PRECOMPILED_FILE = ".fleet-precompiled.json"
+"""Where the server finds the sources to compile at start (``runner_files.PRECOMPILED``); it
+reads and removes the file before its first run, as it removes its own program."""
 MAX_RUNS = 500
 """Runs one server serves before it is replaced (a fresh interpreter now and then)."""
 
@@ -83,7 +88,7 @@ class ForkServer:
             ForkServerError: bwrap or the server did not start (the reason in the message).
         """
         name = ".fleet-forkserver.py"
-        file_args, fds = files({name: FORKSERVER})
+        file_args, fds = files({name: FORKSERVER, PRECOMPILED_FILE: json.dumps(PRECOMPILED)})
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         inside = f"/work/{name}"
         control = str(theirs.fileno())

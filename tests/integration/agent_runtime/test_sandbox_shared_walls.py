@@ -16,6 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from agent_runtime.api import AssessmentInput, Candidate
+from agent_runtime.checks.execution import run_candidate
+from agent_runtime.checks.runner_files import RUNNER_NAME, SHIM, SHIM_NAME
 from agent_runtime.checks.sandbox import (
     BwrapSandbox,
     SandboxLimits,
@@ -278,3 +280,49 @@ def test_a_forked_run_behaves_as_the_program_would(
     assert (run.exit_code, run.reason) == (code, ""), run
     assert output in run.output, run.output
     assert "forkserver" not in run.output  # a traceback shows the run's frames, not the server's
+
+
+# --------------------------------------------------------------------- code compiled at start
+
+FRAMES = """
+import sys
+
+def test_how_it_ran():
+    import pytest
+    frames, f = [], sys._getframe()
+    while f is not None:
+        frames.append(f.f_code.co_filename)
+        f = f.f_back
+    print("@@how", type(pytest.__loader__).__name__, pytest.__file__, "runpy" in str(frames))
+"""
+
+
+def _how(output: str) -> list[str]:
+    return next(line.split()[1:] for line in output.splitlines() if line.startswith("@@how"))
+
+
+def test_fleets_runner_and_pytest_run_as_compiled_before_the_first_run(
+    box: BwrapSandbox,
+) -> None:
+    """Every candidate's run brings Fleet's runner and ``pytest``; the warm server compiled
+    them before its first run, and a run holding exactly those texts runs that code: no
+    ``runpy`` frame under the runner, ``pytest`` from the precompiled loader, at the same
+    path as ever. The result is the runner's usual one."""
+    run = run_candidate(box, "def f():\n    return 1\n", {"peer": FRAMES}, LIMITS)
+    assert run.reported and run.suites["peer"].tests == {"test_how_it_ran": ""}, run
+    assert _how(run.run.output) == ["_PrecompiledLoader", "/work/pytest.py", "False"]
+
+
+def test_a_run_that_brings_other_text_at_those_paths_runs_its_own(box: BwrapSandbox) -> None:
+    """Only the exact text is taken as compiled: a run whose ``_fleet_runner.py`` or
+    ``pytest.py`` says something else runs what it brought (compiled then, as usual)."""
+    mine = "import sys\nsys.path.insert(0, '/work')\nimport pytest\nprint('mine', pytest.X)\n"
+    run = box.run(
+        {RUNNER_NAME: mine, SHIM_NAME: SHIM + "\nX = 'changed'\n"},
+        ["python3", "-I", "-S", RUNNER_NAME],
+        LIMITS,
+    )
+    assert (run.exit_code, run.reason) == (0, ""), run
+    assert "mine changed" in run.output
+    again = run_candidate(box, "def f():\n    return 1\n", {"peer": FRAMES}, LIMITS)
+    assert _how(again.run.output)[0] == "_PrecompiledLoader"  # the server's copy is unchanged
