@@ -87,6 +87,11 @@ def _path() -> str:
         return os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
 
 
+def tool_env() -> dict[str, str]:
+    """The environment every linter runs in: nothing of Fleet's, nothing of the user's."""
+    return {"PATH": _path(), "HOME": "/nonexistent", "LANG": "C.UTF-8", **_ONE_THREAD}
+
+
 def run_tool(name: str, args: list[str], stdin: str) -> ToolRun:
     """Run ``name`` with ``args`` on ``stdin``; a missing binary or a timeout is an error."""
     binary = find_tool(name)
@@ -98,7 +103,7 @@ def run_tool(name: str, args: list[str], stdin: str) -> ToolRun:
             text=True,
             timeout=TOOL_TIMEOUT_S,
             check=False,
-            env={"PATH": _path(), "HOME": "/nonexistent", "LANG": "C.UTF-8", **_ONE_THREAD},
+            env=tool_env(),
         )
     except subprocess.TimeoutExpired:
         raise ToolUnavailableError(f"{name} timed out after {TOOL_TIMEOUT_S:g} s") from None

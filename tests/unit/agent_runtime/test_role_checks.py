@@ -3,20 +3,29 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sysconfig
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agent_runtime.checks.role_checks as role_checks_module
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks.role_checks import RoleCheckConfig, role_checks
+from agent_runtime.checks.role_checks import RoleCheckConfig, python_lint, role_checks
+from agent_runtime.checks.role_checks._ruff_server import RuffServer, RuffServerError
 from agent_runtime.checks.role_checks._tools import find_tool
 from agent_runtime.checks.scoring import assess_candidates
-from agent_runtime.checks.static_checks import extract_code_blocks, lint_check, lint_checks
+from agent_runtime.checks.static_checks import (
+    extract_code_blocks,
+    lint_check,
+    lint_checks,
+    lint_source,
+)
 from aggregates.values import CheckOutcome
 
 
@@ -53,36 +62,110 @@ def test_ruff_lint_catches_an_undefined_name_and_an_unused_import() -> None:
     assert clean.passed and clean.score == 1.0
 
 
-def test_candidates_linted_in_one_ruff_run_read_as_if_each_ran_alone(
+CODES = [
+    "import math\n\ndef area(r):\n    return math.pi * r * r\n",
+    "def area(r):\n    return math.pi * r * r\n",
+    "def area(r) return r\n",
+    "import os\n\n\ndef area(r):\n    return r * r\n",
+    "x = 1 if y is 'a' else '%d %d' % (1,)\nfor i in range(3): pass\nreturn x\n",
+    "s = 'héllo ünïcode'; t = f'{s}' + f'no placeholder' + undefined_ünï\n",
+    "def f(:\n\tpass\n",
+    "",
+    "from os import *\nclass K:\n    def m(self):\n        yield\n        await g()\n",
+]
+
+
+def _comparable(found: list[list[python_lint.Finding]]) -> list[list[tuple[int, str, str]]]:
+    return [sorted((f.row, f.rule, f.message) for f in one) for one in found]
+
+
+def test_the_ruff_server_finds_what_ruff_check_finds() -> None:
+    """Each process lints through a long-lived ``ruff server``; ``ruff check`` is its fallback.
+    Both give the same findings (rule, line, message), on awkward answers and on every code
+    block of the selection corpus (right and wrong candidates, their tests)."""
+    from bench.selection.corpus import all_cases
+
+    corpus = [
+        b.code
+        for case in all_cases()
+        for text in (*case.candidates, case.acceptance_tests)
+        for b in extract_code_blocks(text if "```" in text else fenced("python", text))
+    ]
+    codes = CODES + corpus
+    served = python_lint._served(codes)
+    assert served is not None
+    assert _comparable(served) == _comparable(python_lint._checked(codes))
+    assert any(found for found in served[: len(CODES)])
+
+
+def test_without_the_server_one_ruff_check_lints_every_candidate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A DEV deliberation lints all its candidates with one ruff process. Each stays its own
-    module: one candidate's import does not define a name in another's, the findings (and
-    their line numbers) match a lint of that candidate alone, and a candidate with no
+    """Where the server cannot answer, a DEV deliberation's candidates are linted by one
+    ``ruff check``, each its own module: one candidate's import does not define a name in
+    another's, and the findings match a lint of that candidate alone. A candidate with no
     compiling code gets its own outcome without reaching ruff."""
-    answers = [
-        "import math\n\ndef area(r):\n    return math.pi * r * r\n",
-        "def area(r):\n    return math.pi * r * r\n",
-        "def area(r) return r\n",
-        "import os\n\n\ndef area(r):\n    return r * r\n",
-    ]
-    candidates = [extract_code_blocks(fenced("python", a)) for a in answers]
+    candidates = [extract_code_blocks(fenced("python", a)) for a in CODES[:4]]
+    alone = [lint_check(c) for c in candidates]
     runs: list[list[str]] = []
-    real = role_checks_module.python_lint.run_tool
+    real = python_lint.run_tool
 
     def counting(name: str, args: list[str], stdin: str) -> Any:
         runs.append(args)
         return real(name, args, stdin)
 
-    monkeypatch.setattr(role_checks_module.python_lint, "run_tool", counting)
+    monkeypatch.setattr(python_lint, "_served", lambda codes: None)
+    monkeypatch.setattr(python_lint, "run_tool", counting)
     together = lint_checks(candidates)
     assert len(runs) == 1
-    alone = [lint_check(c) for c in candidates]
     assert together == alone
     assert [o.passed for o in together] == [True, False, False, True]
     assert "F821 Undefined name `math`" in together[1].details["errors"]
     assert together[2].message == "no compiling code to lint"
     assert together[3].details["warnings"] == "line 1: F401 `os` imported but unused"
+
+
+def test_a_killed_ruff_server_is_replaced_and_its_lint_is_not_lost() -> None:
+    """The server SIGKILLed between lints (or dying mid-lint): the next lint starts a fresh one
+    and answers as before."""
+    before = lint_source(CODES[1])
+    server = python_lint._server
+    assert server is not None and server._proc is not None
+    first = server._proc.pid
+    os.kill(first, signal.SIGKILL)
+    server._proc.wait(timeout=5)
+    after = [lint_source(CODES[1]), lint_source(CODES[1])]
+    assert after == [before, before]
+    assert server._proc is not None and server._proc.pid != first
+
+
+def test_a_server_that_never_answers_gives_way_to_ruff_check(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that takes the request and never answers is killed at the deadline, the lint
+    comes from ``ruff check``, and after three such failures in a row the process stops
+    asking servers."""
+    mute = tmp_path / "mute-ruff"
+    mute.write_text("#!/bin/sh\nexec sleep 600\n")  # takes requests, answers none
+    mute.chmod(0o755)
+    server = RuffServer(str(mute), ["E9", "F"], {"PATH": "/usr/bin:/bin"})
+    started = time.monotonic()
+    with pytest.raises(RuffServerError, match="no answer in time"):
+        server.lint("x = 1\n", timeout_s=0.3)
+    assert time.monotonic() - started < 2.0
+    assert server._proc is None  # killed, not left behind
+
+    monkeypatch.setattr(python_lint, "_server", server)
+    monkeypatch.setattr(python_lint, "_failures", 0)
+    monkeypatch.setattr(python_lint, "TOOL_TIMEOUT_S", 0.2)
+    expected = lint_source(CODES[1])  # the real findings, through ruff check
+    assert expected.errors == ("line 2: F821 Undefined name `math`",)
+    with caplog.at_level("WARNING"):
+        assert [lint_source(CODES[1]) for _ in range(3)] == [expected] * 3
+    assert "linting with `ruff check` from now on" in caplog.text
+    started = time.monotonic()
+    assert lint_source(CODES[1]) == expected
+    assert time.monotonic() - started < 0.2  # no server asked any more
 
 
 def test_ruff_failing_is_a_lint_error_never_clean_code(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,7 +176,8 @@ def test_ruff_failing_is_a_lint_error_never_clean_code(monkeypatch: pytest.Monke
     def failing(name: str, args: list[str], stdin: str) -> ToolRun:
         return ToolRun(2, "", "ruff failed: out of file handles")
 
-    monkeypatch.setattr(role_checks_module.python_lint, "run_tool", failing)
+    monkeypatch.setattr(python_lint, "_served", lambda codes: None)
+    monkeypatch.setattr(python_lint, "run_tool", failing)
     outcomes = lint_checks([extract_code_blocks(fenced("python", "x = 1\n"))] * 2)
     assert [o.passed for o in outcomes] == [False, False]
     assert all("cannot lint: ruff failed" in o.message for o in outcomes)
