@@ -165,11 +165,14 @@ class RuffServer:
         while True:
             head, sep, rest = self._buffer.partition(b"\r\n\r\n")
             if sep:
-                length = next(
+                sizes = [
                     int(line.split(b":", 1)[1])
                     for line in head.split(b"\r\n")
                     if line.lower().startswith(b"content-length:")
-                )
+                ]
+                if not sizes:
+                    raise RuffServerError(f"a message without its length: {bytes(head[:80])!r}")
+                length = sizes[0]
                 if len(rest) >= length:
                     body = bytes(rest[:length])
                     del self._buffer[: len(head) + len(sep) + length]

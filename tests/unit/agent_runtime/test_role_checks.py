@@ -168,6 +168,30 @@ def test_a_server_that_never_answers_gives_way_to_ruff_check(
     assert time.monotonic() - started < 0.2  # no server asked any more
 
 
+@pytest.mark.parametrize(
+    ("says", "why"),
+    [
+        ("printf 'Garbage: 1\\r\\n\\r\\n'; exec sleep 600", "a message without its length"),
+        ("printf 'Content-Length: 5\\r\\n\\r\\n[1,2]'; exec sleep 600", "not a message"),
+        ("printf 'Content-Length: 3\\r\\n\\r\\n{x}'; exec sleep 600", "Expecting property"),
+        ("exit 3", "it exited"),
+    ],
+    ids=["no-length", "not-an-object", "bad-json", "exits"],
+)
+def test_a_server_that_garbles_or_dies_is_killed_with_a_reason(
+    tmp_path: Path, says: str, why: str
+) -> None:
+    """Whatever a broken server sends, the lint fails fast with a reason (the caller then
+    uses ``ruff check``), and no process is left behind."""
+    broken = tmp_path / "broken-ruff"
+    broken.write_text(f"#!/bin/sh\n{says}\n")
+    broken.chmod(0o755)
+    server = RuffServer(str(broken), ["E9", "F"], {"PATH": "/usr/bin:/bin"})
+    with pytest.raises(RuffServerError, match=why):
+        server.lint("x = 1\n", timeout_s=5.0)
+    assert server._proc is None
+
+
 def test_ruff_failing_is_a_lint_error_never_clean_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ruff exiting 2 (it could not lint) with nothing on stdout used to read as "no
     findings"; it is a lint error naming the cause, for every candidate of the run."""
