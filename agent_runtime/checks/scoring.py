@@ -63,7 +63,7 @@ from agent_runtime.checks.applicability import is_applicable, not_applicable
 from agent_runtime.checks.execution import execution_checks
 from agent_runtime.checks.qa_run import NAME as TEST_RUN
 from agent_runtime.checks.qa_run import REFERENCE_KEY, test_run_check
-from agent_runtime.checks.role_checks import RoleCheckConfig
+from agent_runtime.checks.role_checks import RoleCheckConfig, ahead
 from agent_runtime.checks.role_checks import role_checks as checks_of_role
 from agent_runtime.checks.sandbox import DisabledSandbox, Sandbox, SandboxLimits
 from agent_runtime.checks.static_checks import (
@@ -189,13 +189,14 @@ def role_checks(
     request: AssessmentInput,
     sandbox: Sandbox | None = None,
     limits: SandboxLimits = CHECK_LIMITS,
+    config: RoleCheckConfig | None = None,
 ) -> tuple[CheckOutcome, ...]:
     """The checks of the role's own field (shell, Dockerfiles, YAML, SQL, tests, structure) for
     one candidate, with the council's weights (``request.check_weights``) and the task's
     metadata; QA's tests also run against the task's reference code in ``sandbox``
     (``qa_run``). Each counts in ``score`` by ``rank_weight``; one that cannot apply says so
     and does not count."""
-    config = RoleCheckConfig(weights=request.check_weights, metadata=request.metadata)
+    config = config or role_check_config(request)
     box = sandbox or DisabledSandbox("no sandbox given")
 
     def test_run(answer: str, c: RoleCheckConfig) -> CheckOutcome:
@@ -203,6 +204,11 @@ def role_checks(
 
     runners = {TEST_RUN: test_run}
     return tuple(checks_of_role(request.role, candidate.content, config, runners))
+
+
+def role_check_config(request: AssessmentInput) -> RoleCheckConfig:
+    """The council's weights and the task's metadata, for the role checks of ``request``."""
+    return RoleCheckConfig(weights=request.check_weights, metadata=request.metadata)
 
 
 def needs_sandbox(request: AssessmentInput) -> bool:
@@ -245,6 +251,8 @@ def assess_candidates(
     if running and role in CODE_ROLES:  # other roles lint Python with their own ``ruff`` check
         linted = lint_checks([blocks[c.agent_id] for c in request.candidates])
         lints = {c.agent_id: lint for c, lint in zip(request.candidates, linted, strict=True)}
+    answers = [c.content for c in request.candidates]
+    config = ahead(request.role, answers, role_check_config(request))
     out: list[Assessment] = []
     for c in request.candidates:
         checks: tuple[CheckOutcome, ...] = (policy_check(c.content, role, request.requirements),)
@@ -263,7 +271,7 @@ def assess_candidates(
             checks = (*checks, dry, cross)
             if c.agent_id in lints:
                 checks = (*checks, lints[c.agent_id])
-        checks = (*checks, *role_checks(c, request, sandbox, limits))
+        checks = (*checks, *role_checks(c, request, sandbox, limits, config))
         if request.peer_review:
             checks = (*checks, peer_review_check(c))
         out.append(Assessment(c.agent_id, _total(checks, role), checks))

@@ -3,13 +3,16 @@
     .venv/bin/python -m bench.selection.costs [--repeat N]
 
 Each check runs on every candidate it applies to, ``--repeat`` times; the whole scoring of one
-candidate (``assess_candidates``, every check of its role) is timed the same way. The figures
-in ``docs/role-checks.md`` come from this command.
+candidate (``assess_candidates``, every check of its role) is timed the same way. Last, the CPU
+(this process and the linters it starts) of scoring each case's candidates together, as a
+deliberation does, beside the same candidates scored one at a time. The figures in
+``docs/role-checks.md`` come from this command.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import time
@@ -27,6 +30,41 @@ from bench.selection.corpus import all_cases
 def _p(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _cpu_ms() -> float:
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return 1000 * (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
+
+
+def _request(role: str, task: str, texts: list[str], metadata: dict[str, str]) -> AssessmentInput:
+    candidates = tuple(Candidate(f"c{i}", text) for i, text in enumerate(texts))
+    return AssessmentInput("costs", role, task, "", (), candidates, metadata=metadata)
+
+
+def _deliberations(repeat: int) -> None:
+    """CPU per deliberation: its candidates scored together, and one at a time."""
+    together: dict[str, list[float]] = defaultdict(list)
+    alone: dict[str, list[float]] = defaultdict(list)
+    for case in all_cases():
+        whole = _request(case.role, case.task, case.candidates, case.metadata)
+        singles = [_request(case.role, case.task, [t], case.metadata) for t in case.candidates]
+        for _ in range(repeat):
+            started = _cpu_ms()
+            assess_candidates(whole)
+            together[case.role].append(_cpu_ms() - started)
+            started = _cpu_ms()
+            for single in singles:
+                assess_candidates(single)
+            alone[case.role].append(_cpu_ms() - started)
+    print(
+        f"\n{'CPU per deliberation':<22} {'n':>5} {'together':>9} {'one by one':>11} {'ratio':>6}"
+    )
+    for role, samples in together.items():
+        t, a = statistics.median(samples), statistics.median(alone[role])
+        print(f"{role:<22} {len(samples):>5} {t:>7.1f} ms {a:>8.1f} ms {t / a:>6.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     ]:
         p50, p99 = statistics.median(samples), _p(samples, 0.99)
         print(f"{label:<22} {len(samples):>5} {p50:>8.1f} {p99:>8.1f}")
+    _deliberations(args.repeat)
     return 0
 
 

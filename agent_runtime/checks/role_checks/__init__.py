@@ -13,8 +13,8 @@ weight (a role check marked ``gate`` also gates). See ``docs/checks.md``, ``docs
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from agent_runtime.checks.role_checks._outcomes import (
     findings,
@@ -31,8 +31,10 @@ from agent_runtime.checks.role_checks.architect import (
 from agent_runtime.checks.role_checks.blocks import blocks_of
 from agent_runtime.checks.role_checks.data import sql_check
 from agent_runtime.checks.role_checks.devops import (
+    Prelinted,
     hadolint_check,
     k8s_schema_check,
+    prelint,
     shellcheck_check,
     yamllint_check,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "Check",
     "RoleCheckConfig",
     "ToolUnavailableError",
+    "ahead",
     "is_applicable",
     "role_checks",
     "ruff_lint",
@@ -65,6 +68,9 @@ class RoleCheckConfig:
     named checks run (a weight of 0 runs it for the record without counting)."""
     metadata: Mapping[str, str] = field(default_factory=dict)
     """The task's metadata (``sql_dialect``, ``sql_schema``)."""
+    prelinted: Prelinted = field(default_factory=dict)
+    """Findings of the linter binaries, found for all of a deliberation's answers at once
+    (``ahead``); a block not in it is linted on its own."""
 
 
 def _python_lint(answer: str) -> CheckOutcome:
@@ -86,13 +92,31 @@ _CHECKS: Mapping[str, Check] = {
     "sections": lambda a, _c: sections_check(a),
     "decisions": lambda a, _c: decisions_check(a),
     "diagrams": lambda a, _c: diagrams_check(a),
-    "shellcheck": lambda a, _c: shellcheck_check(a),
-    "hadolint": lambda a, _c: hadolint_check(a),
+    "shellcheck": lambda a, c: shellcheck_check(a, c.prelinted),
+    "hadolint": lambda a, c: hadolint_check(a, c.prelinted),
     "yamllint": lambda a, _c: yamllint_check(a),
     "k8s_schema": lambda a, _c: k8s_schema_check(a),
     "sql": lambda a, c: sql_check(a, c.metadata),
     "ruff": lambda a, _c: _python_lint(a),
 }
+
+
+def ahead(role: str, answers: Sequence[str], config: RoleCheckConfig) -> RoleCheckConfig:
+    """``config`` with the findings of the role's linter binaries (shellcheck, hadolint) for
+    every one of ``answers`` (a deliberation's candidates), one run per tool rather than one
+    per block: what ``role_checks`` then reads for each answer."""
+    names = _names(role, config, _CHECKS)
+    tools = [n for n in ("shellcheck", "hadolint") if n in names]
+    if not tools:
+        return config
+    return replace(config, prelinted=prelint(answers, tools))
+
+
+def _names(role: str, config: RoleCheckConfig, table: Mapping[str, Check]) -> list[str]:
+    names = [n for n in CHECKS_BY_ROLE.get(role.upper(), ()) if n in table]
+    if config.weights:
+        names = [n for n in names if n in config.weights]
+    return names
 
 
 def role_checks(
@@ -103,9 +127,7 @@ def role_checks(
     ``runners`` supplies the checks that need more than the text (QA's ``test_run`` needs a
     sandbox, which this package does not open); a named check without one is left out."""
     table = {**_CHECKS, **(runners or {})}
-    names = [n for n in CHECKS_BY_ROLE.get(role.upper(), ()) if n in table]
-    if config.weights:
-        names = [n for n in names if n in config.weights]
+    names = _names(role, config, table)
     return [weighted(_guarded(n, answer, config, table), config.weights.get(n, 1.0)) for n in names]
 
 

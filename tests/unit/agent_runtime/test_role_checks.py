@@ -16,9 +16,17 @@ import pytest
 
 import agent_runtime.checks.role_checks as role_checks_module
 from agent_runtime.api import AssessmentInput, Candidate
-from agent_runtime.checks.role_checks import RoleCheckConfig, python_lint, role_checks
+from agent_runtime.checks.role_checks import (
+    RoleCheckConfig,
+    ToolUnavailableError,
+    ahead,
+    python_lint,
+    role_checks,
+)
+from agent_runtime.checks.role_checks import devops as devops_module
 from agent_runtime.checks.role_checks._ruff_server import RuffServer, RuffServerError
 from agent_runtime.checks.role_checks._tools import find_tool
+from agent_runtime.checks.role_checks.blocks import blocks_of
 from agent_runtime.checks.scoring import assess_candidates
 from agent_runtime.checks.static_checks import (
     extract_code_blocks,
@@ -247,6 +255,71 @@ def test_data_python_is_linted_by_ruff_too() -> None:
 
 SAFE_SH = '#!/bin/bash\nset -euo pipefail\ncp -r "$1"/. "$2"/\n'
 UNSAFE_SH = "#!/bin/bash\ncd $1\nfor f in $(ls *.txt); do cp $f /tmp; done\n"
+
+
+def _devops_answers() -> list[str]:
+    from bench.selection.corpus import all_cases
+
+    answers = [a for case in all_cases() if case.role == "DEVOPS" for a in case.candidates]
+    odd = [
+        fenced("bash", "echo $1\ncd /tmp\n"),
+        fenced("sh", "#!/bin/sh\nfor f in $(ls); do echo $f; done\n"),
+        fenced("bash", "if [ $x = ü ]; then\n  echo 'non-ASCII'\nfi\n"),
+        fenced("dockerfile", "FROM python:3.12-slim\nADD . /app\nCMD python /app/a.py\n"),
+        fenced("dockerfile", "FROM\n"),
+        fenced("bash", "(\n"),
+    ]
+    return answers + odd
+
+
+def test_a_deliberations_shell_and_dockerfile_blocks_are_linted_in_one_run_per_tool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """shellcheck and hadolint start ~6 and ~17 ms of CPU each: a DEVOPS deliberation lints
+    all its answers' blocks with one run of each (shell: one per shebang kind), and every
+    block's findings are those of a run of its own, on the selection corpus's DEVOPS answers
+    and on awkward blocks (no shebang, non-ASCII, syntax errors)."""
+    answers = _devops_answers()
+    runs: list[str] = []
+    real = devops_module.run_tool
+
+    def counting(name: str, args: list[str], stdin: str) -> Any:
+        runs.append(name)
+        return real(name, args, stdin)
+
+    monkeypatch.setattr(devops_module, "run_tool", counting)
+    config = ahead("DEVOPS", answers, RoleCheckConfig())
+    assert sorted(runs) == ["hadolint", "shellcheck", "shellcheck"]
+    assert {tool for tool, _ in config.prelinted} == {"shellcheck", "hadolint"}
+    runs.clear()
+    together = [role_checks("DEVOPS", a, config) for a in answers]
+    assert runs == []  # every block was found ahead
+    alone = [role_checks("DEVOPS", a, RoleCheckConfig()) for a in answers]
+    assert together == alone
+    blocks = sum(len(blocks_of(a, k)) for a in answers for k in ("shell", "dockerfile"))
+    assert len(runs) == blocks > 20  # alone: a run per block
+
+
+def test_when_the_run_for_all_fails_each_block_is_linted_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run over many blocks that fails (a tool that cannot take files, a full disk) leaves
+    them out of what is found ahead; each check then lints its blocks itself, as before."""
+    answers = _devops_answers()[-6:]
+    real = devops_module.run_tool
+
+    def no_files(name: str, args: list[str], stdin: str) -> Any:
+        if args and args[-1] != "-":
+            raise ToolUnavailableError(f"{name} could not start: no files today")
+        return real(name, args, stdin)
+
+    monkeypatch.setattr(devops_module, "run_tool", no_files)
+    config = ahead("DEVOPS", answers, RoleCheckConfig())
+    assert config.prelinted == {}
+    assert [role_checks("DEVOPS", a, config) for a in answers] == [
+        role_checks("DEVOPS", a, RoleCheckConfig()) for a in answers
+    ]
+    assert "SC2164" in role_checks("DEVOPS", answers[0], config)[0].message
 
 
 def test_shellcheck_flags_unquoted_variables_and_unchecked_cd() -> None:
