@@ -129,7 +129,8 @@ _ARGS = ("check", "--isolated", "--no-cache", "--output-format", "json", "--sele
 
 def _checked(codes: Sequence[str]) -> list[list[Finding]]:
     """The findings from one ``ruff check`` over ``codes``, each its own module in its own
-    folder of a private temporary directory."""
+    folder of a private temporary directory; where none can be written, one run per code
+    from stdin."""
     try:
         with tempfile.TemporaryDirectory(prefix="fleet-lint-") as tmp:
             where: dict[str, int] = {}
@@ -139,12 +140,14 @@ def _checked(codes: Sequence[str]) -> list[list[Finding]]:
                 module.write_text(code, encoding="utf-8")
                 where[str(module.resolve())] = i
             return _findings(run_tool("ruff", [*_ARGS, tmp], ""), where, len(codes))
-    except OSError as e:
-        raise ToolUnavailableError(f"cannot write the code to lint: {e}") from e
+    except OSError:
+        stdin = [*_ARGS, "--stdin-filename", _MODULE, "-"]
+        return [_findings(run_tool("ruff", stdin, code), None, 1)[0] for code in codes]
 
 
-def _findings(run: ToolRun, where: dict[str, int], n: int) -> list[list[Finding]]:
-    """Ruff's JSON findings, sorted into one list per module (``where``: file → index)."""
+def _findings(run: ToolRun, where: dict[str, int] | None, n: int) -> list[list[Finding]]:
+    """Ruff's JSON findings, sorted into one list per module (``where``: file → index; None:
+    the one module read from stdin)."""
     try:
         items = json.loads(run.stdout or "[]")
     except json.JSONDecodeError:
@@ -154,7 +157,7 @@ def _findings(run: ToolRun, where: dict[str, int], n: int) -> list[list[Finding]
     found: list[list[Finding]] = [[] for _ in range(n)]
     for item in items:
         filename = str(item.get("filename") or "")
-        at = where.get(str(Path(filename).resolve()), -1)
+        at = 0 if where is None else where.get(str(Path(filename).resolve()), -1)
         if at < 0:
             raise ToolUnavailableError(f"ruff reported a file it was not given: {filename}")
         location = item.get("location") or {}

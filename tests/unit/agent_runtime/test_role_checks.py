@@ -133,6 +133,21 @@ def test_without_the_server_one_ruff_check_lints_every_candidate(
     assert together[3].details["warnings"] == "line 1: F401 `os` imported but unused"
 
 
+def test_without_the_server_or_a_writable_temp_dir_each_candidate_is_linted_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No server and a temporary directory that cannot be written (a read-only root in a
+    pod): each candidate is linted by a ``ruff check`` of its own from stdin, with the same
+    findings."""
+    candidates = [extract_code_blocks(fenced("python", a)) for a in CODES[:4]]
+    alone = [lint_check(c) for c in candidates]
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    monkeypatch.setattr(python_lint, "_served", lambda codes: None)
+    monkeypatch.setattr(python_lint.tempfile, "tempdir", str(locked / "gone"))
+    assert lint_checks(candidates) == alone
+
+
 def test_a_killed_ruff_server_is_replaced_and_its_lint_is_not_lost() -> None:
     """The server SIGKILLed between lints (or dying mid-lint): the next lint starts a fresh one
     and answers as before."""
