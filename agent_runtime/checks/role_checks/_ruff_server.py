@@ -157,8 +157,11 @@ class RuffServer:
     def _send(self, message: dict[str, object]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
         body = json.dumps(message).encode()
-        self._proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise RuffServerError("it exited (its input is closed)") from None
 
     def _receive(self, deadline: float) -> dict[str, Any]:
         """The next message, read as it comes (never past ``deadline``)."""
