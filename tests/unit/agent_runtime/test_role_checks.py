@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import sysconfig
 import threading
 import time
@@ -160,6 +162,47 @@ def test_a_killed_ruff_server_is_replaced_and_its_lint_is_not_lost() -> None:
     after = [lint_source(CODES[1]), lint_source(CODES[1])]
     assert after == [before, before]
     assert server._proc is not None and server._proc.pid != first
+
+
+def test_a_sigkilled_process_takes_its_ruff_server_with_it() -> None:
+    """A dispatcher or actor killed with SIGKILL runs no exit handler: its ruff server must
+    still go (it reads its end of the closed pipe), not linger as an orphan per restart."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _LINTS_THEN_WAITS],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    try:
+        assert child.stdout is not None
+        server_pid = int(child.stdout.readline())
+        os.kill(server_pid, 0)  # running while its parent lives
+        child.kill()
+        child.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(server_pid)
+    finally:
+        child.kill()
+
+
+_LINTS_THEN_WAITS = """
+import time
+from agent_runtime.checks.role_checks import python_lint
+from agent_runtime.checks.static_checks import lint_source
+assert lint_source("import os\\n").warnings
+print(python_lint._server._proc.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has gone
+    except FileNotFoundError:
+        return False
 
 
 def test_a_server_that_never_answers_gives_way_to_ruff_check(
