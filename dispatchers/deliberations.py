@@ -21,7 +21,11 @@ a timeout recorded by another process) cancels the driver's in-flight agent work
 
 With a ``WorkQueue`` several dispatcher processes share the work: every one follows the feed and
 offers each new deliberation to the queue, and drives only those the queue hands it (see
-``ports.WorkQueue``). Without one, this process drives every open deliberation.
+``ports.WorkQueue``). Without one, this process drives every open deliberation. Either way a
+process drives at most ``DispatcherOptions.concurrency`` at once: past it, it asks the queue for
+no further notice until one of its deliberations ends (without a queue, the rest wait here in
+the order they were requested), so work past what the process can drive stays in the queue,
+where another dispatcher can take it and where it costs this process's loop nothing.
 
 Latency: the first calls go out while Started is written (no answer is recorded before it); the
 peer ratings go out while the last round's answers are written (no rating is recorded before
@@ -110,6 +114,10 @@ class DeliberationDispatcher(BackgroundService):
         self._queue = work_queue
         self._drivers: dict[UUID, DeliberationDriver] = {}
         """The deliberations this process drives now, each by its driver, until it ends."""
+        self._waiting: dict[UUID, None] = {}
+        """Without a work queue: open deliberations waiting for a driver slot, oldest first."""
+        self._room = asyncio.Event()
+        """Set when a driver ends: the claimer, held at the bound, looks again."""
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
         """Drivers stopped because a terminal event (e.g. a cancel) arrived on the feed."""
@@ -146,10 +154,24 @@ class DeliberationDispatcher(BackgroundService):
                 self._stop_driver(event.originator_id)
 
     async def _new_work(self, d_id: UUID) -> None:
-        if self._queue is None:
-            self._spawn(d_id)
-        else:
+        if self._queue is not None:
             await self._queue.offer(d_id)
+        elif self._full():
+            self._waiting[d_id] = None
+        else:
+            self._spawn(d_id)
+
+    def _full(self) -> bool:
+        """Whether this process drives as many deliberations as it may (``concurrency``)."""
+        bound = self._env.options.concurrency
+        return bound > 0 and len(self._drivers) >= bound
+
+    async def _until_room(self) -> None:
+        """Return once a driver slot is free. The claimer waits here before it asks the queue
+        for the next notice, so notices past the bound stay in the queue for any dispatcher."""
+        while self._full():
+            self._room.clear()
+            await self._room.wait()
 
     async def _take_claims(self) -> None:
         assert self._queue is not None
@@ -161,13 +183,16 @@ class DeliberationDispatcher(BackgroundService):
                 await claim.keep()
                 continue
             self._spawn(d_id, claim)
+            await self._until_room()
 
     def _stop_driver(self, d_id: UUID) -> None:
+        self._waiting.pop(d_id, None)
         driver = self._drivers.get(d_id)
         if driver is not None and driver.cancel():
             self.cancelled_drivers += 1
 
     def _spawn(self, d_id: UUID, claim: Claim | None = None) -> None:
+        self._waiting.pop(d_id, None)
         if d_id in self._drivers:
             return
         lease_s = self._queue.lease_s if self._queue is not None else 0.0
@@ -180,6 +205,9 @@ class DeliberationDispatcher(BackgroundService):
     def _finished(self, driver: DeliberationDriver, task: asyncio.Task[None]) -> None:
         d_id = driver.id
         self._drivers.pop(d_id, None)
+        self._room.set()
+        if self._waiting and not self._stopping and not self._full():
+            self._spawn(next(iter(self._waiting)))
         claim = driver.claim
         failed = not task.cancelled() and task.exception() is not None
         if failed:

@@ -39,6 +39,12 @@ class DispatcherOptions:
     architect_timeout_s: float = 60.0
     """Upper bound for the architect's call (less when the deadline is nearer): then the
     highest score wins, and the fallback says why."""
+    concurrency: int = 0
+    """The most deliberations this dispatcher drives at once (0: no bound). Past it the process
+    takes no new work until one ends: the rest waits in the work queue, for this or another
+    dispatcher, so that a burst of accepted work does not crowd out the process's own loop (and
+    the API on it), and a dispatcher started later takes its share instead of finding every
+    notice held by the first."""
 
 
 @dataclass(frozen=True)

@@ -184,6 +184,10 @@ class Settings:
     max_in_flight: int = 1000
     """``FLEET_MAX_IN_FLIGHT``: open deliberations past which a submission is refused
     (RESOURCE_EXHAUSTED, ``application.admission``); 0: unbounded."""
+    dispatch_concurrency: int = 100
+    """``FLEET_DISPATCH_CONCURRENCY``: the most deliberations one dispatcher process drives at
+    once; 0: no bound. Past it, accepted work waits in the work queue (durable, still counted by
+    ``FLEET_MAX_IN_FLIGHT``) for this or another dispatcher process."""
     actors_per_role: int = 1
     """Warm Ray actors per role. Agents are logical; an async actor serves many agents at once,
     so on one machine one actor per role is enough (the LLM endpoint is the bottleneck)."""
@@ -308,6 +312,7 @@ class Settings:
             grpc_port=_int(e, DEFAULT_GRPC_PORT, "FLEET_GRPC_PORT"),
             deliberation_timeout=_int(e, 300, "FLEET_DELIBERATION_TIMEOUT", "DELIBERATION_TIMEOUT"),
             max_in_flight=_int(e, 1000, "FLEET_MAX_IN_FLIGHT"),
+            dispatch_concurrency=_int(e, 100, "FLEET_DISPATCH_CONCURRENCY"),
             deliberation_cleanup=_int(
                 e, 3600, "FLEET_DELIBERATION_CLEANUP", "DELIBERATION_CLEANUP"
             ),
@@ -379,6 +384,10 @@ class Settings:
             raise ConfigError(f"DELIBERATION_TIMEOUT={self.deliberation_timeout} must be > 0")
         if self.max_in_flight < 0:
             raise ConfigError(f"FLEET_MAX_IN_FLIGHT={self.max_in_flight} must be >= 0 (0: none)")
+        if self.dispatch_concurrency < 0:
+            raise ConfigError(
+                f"FLEET_DISPATCH_CONCURRENCY={self.dispatch_concurrency} must be >= 0 (0: none)"
+            )
         if not 1 <= self.actors_per_role <= 16:
             raise ConfigError(f"FLEET_ACTORS_PER_ROLE={self.actors_per_role} not in 1..16")
         if self.stream_replicas not in (1, 3, 5):

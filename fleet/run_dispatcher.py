@@ -81,6 +81,7 @@ async def start_dispatch(
             max_tokens=s.llm_max_tokens,
             peer_review=s.peer_review,
             councils=s.councils,
+            concurrency=s.dispatch_concurrency,
         ),
         work_queue=work_queue,
         context=StoreContextSource(store),

@@ -4,6 +4,7 @@ letters) and the work queue that shares deliberations among dispatcher processes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -13,9 +14,12 @@ import pytest
 import pytest_asyncio
 from nats.js.api import ConsumerConfig
 
-from aggregates import Plan, plan_id_of
+from agent_runtime.api import AgentTurn
+from aggregates import DeliberationStatus, Plan, plan_id_of
 from application.app import FleetApplication
+from application.feed import ApplicationEventFeed
 from application.stores import ApplicationDeliberationStore
+from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from dispatchers.jetstream.plan_approvals import (
     DEAD_LETTER_STREAM,
     DEAD_LETTER_SUBJECT,
@@ -23,7 +27,9 @@ from dispatchers.jetstream.plan_approvals import (
     PlanApprovalConsumer,
 )
 from dispatchers.jetstream.work_queue import JetStreamClaim, JetStreamWorkQueue
-from tests.support.waiting import eventually
+from tests.support.deliberations import requested
+from tests.support.doubles import FakeAgentRuntime
+from tests.support.waiting import eventually, until_terminal
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -191,3 +197,41 @@ async def test_an_existing_work_queue_consumer_takes_the_configured_lease(nats_u
     finally:
         await old.close()
         await nc.close()
+
+
+async def test_notices_past_a_dispatchers_concurrency_go_to_another_dispatcher(
+    nats_url: str, app: FleetApplication
+) -> None:
+    """Two dispatchers at ``concurrency=1`` on one work queue: each drives one deliberation,
+    the third waits in the queue (PENDING), and every one completes once agents answer. Without
+    the bound the first dispatcher to pull would hold every notice."""
+    store = ApplicationDeliberationStore(app)
+    release = asyncio.Event()
+
+    async def held(turn: AgentTurn) -> str:
+        await release.wait()
+        return f"answer from {turn.agent_id}"
+
+    stream = f"W_{uuid.uuid4().hex[:8].upper()}"
+    options = DispatcherOptions(concurrency=1)
+    async with contextlib.AsyncExitStack() as stack:
+        dispatchers = []
+        for _ in range(2):
+            q = await JetStreamWorkQueue.connect(nats_url, stream=stream, lease_s=3.0)
+            stack.push_async_callback(q.close)
+            rt = FakeAgentRuntime({f"dev-agent-{i}": held for i in (1, 2, 3)})
+            d = DeliberationDispatcher(
+                store, ApplicationEventFeed(app), rt, options=options, work_queue=q
+            )
+            dispatchers.append(await stack.enter_async_context(d))
+        ids = []
+        for i in range(3):
+            d = requested(f"shared-{uuid.uuid4().hex[:6]}-{i}", task="do it", num_agents=3)
+            await asyncio.to_thread(app.save, d)
+            ids.append(d.id)
+        await eventually(lambda: [x.active for x in dispatchers] == [1, 1])
+        statuses = [(await store.get(i)).status for i in ids]
+        assert statuses.count(DeliberationStatus.PENDING) == 1
+        release.set()
+        done = [await until_terminal(store, i, timeout=20) for i in ids]
+        assert {x.status for x in done} == {DeliberationStatus.COMPLETED}

@@ -27,7 +27,7 @@ from application.stores import ApplicationDeliberationStore
 from dispatchers.deliberations import DeliberationDispatcher, DispatcherOptions
 from tests.support.deliberations import requested
 from tests.support.doubles import Behaviour, FakeAgentRuntime
-from tests.support.waiting import until_terminal
+from tests.support.waiting import eventually, until_terminal
 
 
 def app() -> FleetApplication:
@@ -214,6 +214,16 @@ def _fail(error: str) -> Behaviour:
     return act
 
 
+def _after(release: asyncio.Event) -> Behaviour:
+    """Answer once ``release`` is set."""
+
+    async def act(turn: AgentTurn) -> str:
+        await release.wait()
+        return f"answer from {turn.agent_id}"
+
+    return act
+
+
 def _hang() -> Behaviour:
     async def act(turn: AgentTurn) -> str:
         await asyncio.Event().wait()
@@ -244,3 +254,45 @@ async def test_a_deliberation_that_reads_as_not_found_at_first_is_still_driven()
         d = request(a, "lagging-replica")
         done = await until_terminal(store, d.id)
     assert done.status is DeliberationStatus.COMPLETED and store.misses == 0
+
+
+async def test_past_its_concurrency_the_dispatcher_drives_the_rest_as_others_end() -> None:
+    """``concurrency`` bounds the drivers; the rest stay PENDING, then start as slots free."""
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    release = asyncio.Event()
+
+    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
+    most = 0
+    options = DispatcherOptions(concurrency=2)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+        ds = [request(a, f"bounded-{i}") for i in range(5)]
+        await eventually(lambda: disp.active == 2)
+        for _ in range(20):  # held there: the other three are not started
+            most = max(most, disp.active)
+            await asyncio.sleep(0.01)
+        statuses = [(await store.get(d.id)).status for d in ds]
+        assert statuses.count(DeliberationStatus.PENDING) == 3
+        release.set()
+        done = [await until_terminal(store, d.id) for d in ds]
+        most = max(most, disp.active)
+    assert most == 2
+    assert {d.status for d in done} == {DeliberationStatus.COMPLETED}
+
+
+async def test_a_waiting_deliberation_cancelled_is_never_driven() -> None:
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    release = asyncio.Event()
+
+    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
+    options = DispatcherOptions(concurrency=1)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+        first, waiting = request(a, "first"), request(a, "waiting")
+        await eventually(lambda: disp.active == 1)
+        await store.update(waiting.id, lambda d: d.cancel("not needed"))
+        release.set()
+        assert (await until_terminal(store, first.id)).status is DeliberationStatus.COMPLETED
+        assert (await until_terminal(store, waiting.id)).status is DeliberationStatus.CANCELLED
+        await eventually(lambda: disp.active == 0)
+    assert len(rt.calls) == 3  # only the first deliberation's agents were called

@@ -47,6 +47,8 @@ def test_fleet_names_win_and_empty_means_embedded() -> None:
         ({"DELIBERATION_TIMEOUT": "0"}, "DELIBERATION_TIMEOUT"),
         ({"FLEET_GRPC_PORT": "70000"}, "FLEET_GRPC_PORT"),
         ({"FLEET_STREAM_REPLICAS": "2"}, "FLEET_STREAM_REPLICAS"),
+        ({"FLEET_DISPATCH_CONCURRENCY": "-1"}, "FLEET_DISPATCH_CONCURRENCY"),
+        ({"FLEET_DISPATCH_CONCURRENCY": "many"}, "FLEET_DISPATCH_CONCURRENCY"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
