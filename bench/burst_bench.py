@@ -90,6 +90,9 @@ class Burst:
     refused_ms: list[float] = field(default_factory=list)
     codes: Counter[str] = field(default_factory=Counter)
     accepted: list[str] = field(default_factory=list)
+    by_second: dict[int, list[float]] = field(default_factory=dict)
+    """Every answered call's latency (accepted or refused), by the second of the burst it was
+    due in: where in the burst the slow ones are."""
     refusal_message: str = ""
     wall_s: float = 0.0
 
@@ -131,16 +134,19 @@ async def burst(address: str, callers: int, total: int, seconds: float, tag: str
                 await asyncio.sleep(wait)
             task_id = f"{tag}-{i}"
             t0 = time.perf_counter()
+            second = b.by_second.setdefault(int(i * gap), [])
             try:
                 await stubs[c].Deliberate(request(task_id), timeout=60)
             except grpc.aio.AioRpcError as e:
                 ms = (time.perf_counter() - t0) * 1000
+                second.append(ms)
                 b.codes[e.code().name] += 1
                 if e.code() is grpc.StatusCode.RESOURCE_EXHAUSTED:
                     b.refused_ms.append(ms)
                     b.refusal_message = b.refusal_message or (e.details() or "")
                 continue
             b.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            second.append(b.latencies_ms[-1])
             b.codes["OK"] += 1
             b.accepted.append(task_id)
 
@@ -241,6 +247,12 @@ async def one_run(args: argparse.Namespace, bound: int, llm_url: str, label: str
             print(line("  refused submits (RESOURCE_EXHAUSTED)", b.refused_ms), flush=True)
             print(f"  refusal says: {b.refusal_message!r}", flush=True)
         print(f"  p99 vs idle p99: {pct(b.latencies_ms, 99) / pct(idle, 99):.1f}x", flush=True)
+        seconds = sorted(b.by_second.items())
+        print(
+            "  every answer's p99 by second of the burst (ms): "
+            + ", ".join(f"{t}s {pct(xs, 99):.0f}" for t, xs in seconds),
+            flush=True,
+        )
         lost = await missing(address, b.accepted)
         print(
             f"  nothing accepted lost: {len(b.accepted) - len(lost)}/{len(b.accepted)} "
