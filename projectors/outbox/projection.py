@@ -25,6 +25,7 @@ runner reads them again from the last published one, and again they lead to noth
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from uuid import UUID
@@ -110,12 +111,19 @@ class OutboxProjection:
         """The last position this instance handled (published, or found to lead to nothing)."""
         self.published = 0
         """Messages this instance published (for status and tests)."""
+        self._held_until = 0.0
+        """``time.monotonic()`` before which the lease this instance last renewed still holds
+        with room to spare (a third of the lease after the renewal began): no claim is asked
+        before then. 0: ask at the next batch."""
+        self.claims = 0
+        """Lease renewals this instance asked the stream for (for tests and benchmarks)."""
 
     def position(self) -> int:
         """The last position wholly published, read back from the stream (the one before a
         half-published event, which is then finished from where it stopped)."""
         mark = self.stream.tail()
         self._mark = mark
+        self._held_until = 0.0  # after a refusal or a restart: the next batch asks again
         self._dispatched.clear()  # re-derived from the stream's view, like everything else
         self._seen.clear()
         self._handled = mark.position if mark.complete else max(0, mark.position - 1)
@@ -131,6 +139,7 @@ class OutboxProjection:
         """Forget this instance's view; nothing is deleted (see the module's docstring)."""
         self._mark = None
         self._handled = 0
+        self._held_until = 0.0
 
     def _note(self, event: object) -> None:
         """Follow the deliberations requested while this instance runs (and forget finished
@@ -188,11 +197,8 @@ class OutboxProjection:
             stored = self.position()
             msg = f"outbox: batch based on {base}, stream says {stored}"
             raise PositionMovedError(msg, stored)
-        if fence is not None:  # renewed by each write; refused once another instance took over
-            renewed = self.stream.claim(fence.owner, fence.lease_ms)
-            if renewed is None or renewed.epoch != fence.epoch:
-                msg = f"outbox: lease of epoch {fence.epoch} taken over"
-                raise ProjectionFencedError(msg)
+        if fence is not None:
+            self._hold(fence)
         ours = 0
         kept = mark
         window: list[Outgoing] = []
@@ -219,6 +225,29 @@ class OutboxProjection:
         if mark != kept:
             self.stream.keep(mark)
         return ours
+
+    def _hold(self, fence: Fence) -> None:
+        """Renew the lease, unless this instance renewed it less than a third of a lease ago.
+
+        A renewed lease is this instance's for a whole lease (nobody else can claim it before
+        it ends), so within a third of one no other instance can have taken over, and the
+        publishes are still each conditional on the stream's last sequence. Asking once per
+        batch instead cost two key-value round trips a batch on both outboxes (most batches
+        publish nothing), about a fifth of a one-process node's interpreter under a burst.
+
+        Raises:
+            ProjectionFencedError: another instance holds the lease now.
+        """
+        now = time.monotonic()
+        if now < self._held_until:
+            return
+        self.claims += 1
+        renewed = self.stream.claim(fence.owner, fence.lease_ms)
+        if renewed is None or renewed.epoch != fence.epoch:
+            self._held_until = 0.0
+            msg = f"outbox: lease of epoch {fence.epoch} taken over"
+            raise ProjectionFencedError(msg)
+        self._held_until = now + fence.lease_ms / 3000
 
     def _publish(self, window: Sequence[Outgoing], mark: Mark) -> Mark:
         """Publish ``window`` behind ``mark``; the mark of its last message.

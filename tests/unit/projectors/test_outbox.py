@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from aggregates.story import Phase, Story
-from projectors.errors import PositionMovedError
+from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
 from projectors.outbox import (
     IntegrationEvent,
@@ -183,3 +183,48 @@ def test_followed_and_read_back_histories_give_the_same_bytes() -> None:
     for k in range(1, len(log) + 1):  # a new instance for every event: never follows one
         _run(OutboxProjection(restarted, _history(by_id)), log[:k], batch=1)
     assert [m.body for m, *_ in restarted.messages] == [m.body for m, *_ in followed.messages]
+
+
+class LeasedStream(InMemoryOutboxStream):
+    """Counts the lease renewals asked; ``taken_by`` set: another instance holds the lease."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+        self.taken_by: str | None = None
+
+    def claim(self, owner: str, lease_ms: int) -> Fence | None:
+        self.asked += 1
+        return None if self.taken_by not in (None, owner) else Fence(owner, 1, lease_ms)
+
+
+def test_the_lease_is_asked_for_once_a_third_of_a_lease_not_once_a_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batches within a third of a lease of the last renewal ask nothing; past it, the next
+    batch renews; once another instance holds the lease, that batch publishes nothing."""
+    import projectors.outbox.projection as module
+
+    now = [100.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    log, by_id = _log()
+    stream = LeasedStream()
+    projection = OutboxProjection(stream, _history(by_id))
+    fence = Fence("me", 1, 3000)
+    base = projection.position()
+    half = len(log) // 2
+    for event, position in log[:half]:  # one event a batch, all within a second
+        projection.apply_batch([(event, position)], base=base, fence=fence)
+        base = position
+    assert stream.asked == 1
+    now[0] += 1.0  # a third of the 3 s lease later: renewed at the next batch
+    stream.taken_by = "another"
+    published = len(stream.messages)
+    with pytest.raises(ProjectionFencedError):
+        projection.apply_batch(log[half:], base=base, fence=fence)
+    assert stream.asked == 2 and len(stream.messages) == published
+    stream.taken_by = None
+    base = projection.position()  # as the runner does after a refusal: asks again at once
+    projection.apply_batch([(e, p) for e, p in log if p > base], base=base, fence=fence)
+    assert stream.asked == 3
+    assert len(stream.messages) == MESSAGES_PER_ROUND
