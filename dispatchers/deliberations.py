@@ -58,7 +58,12 @@ from datetime import datetime
 from uuid import UUID
 
 from agent_runtime.api import AgentRuntime, Sampling
-from aggregates import Deliberation
+from aggregates import (
+    DeadlineNotReachedError,
+    Deliberation,
+    DeliberationClosedError,
+    DeliberationStatus,
+)
 from application.ports import ContextSource, CouncilDirectory, DeliberationStore, EventFeed
 from dispatchers.calls import AgentCalls
 from dispatchers.driver import DeliberationDriver
@@ -118,6 +123,9 @@ class DeliberationDispatcher(BackgroundService):
         """Without a work queue: open deliberations waiting for a driver slot, oldest first."""
         self._room = asyncio.Event()
         """Set when a driver ends: the claimer, held at the bound, looks again."""
+        self._deadlines: dict[UUID, asyncio.TimerHandle] = {}
+        """Open deliberations' deadlines, watched while they may wait undriven (``concurrency``)."""
+        self._expiring: set[asyncio.Task[None]] = set()
         self._claimer: asyncio.Task[None] | None = None
         self.cancelled_drivers = 0
         """Drivers stopped because a terminal event (e.g. a cancel) arrived on the feed."""
@@ -131,12 +139,12 @@ class DeliberationDispatcher(BackgroundService):
 
     async def run(self) -> None:
         """Recover open deliberations from the stream's history, then follow it live."""
-        open_ids: dict[UUID, None] = {}
+        open_ids: dict[UUID, datetime] = {}
         last = 0
         async for item in self._feed.history(after=0, types=_FOLLOWED):
             # Catch-up: only what is still open at the head needs a driver.
             if isinstance(item.event, Deliberation.Requested):
-                open_ids[item.event.originator_id] = None
+                open_ids[item.event.originator_id] = item.event.deadline
             elif isinstance(item.event, _TERMINAL_EVENTS):
                 open_ids.pop(item.event.originator_id, None)
             last = item.position
@@ -144,11 +152,13 @@ class DeliberationDispatcher(BackgroundService):
             log.info("recovering %d open deliberation(s)", len(open_ids))
         if self._queue is not None and self._claimer is None:
             self._claimer = asyncio.create_task(self._take_claims(), name="dispatcher-claims")
-        for d_id in open_ids:
+        for d_id, deadline in open_ids.items():
+            self._watch_deadline(d_id, deadline)
             await self._new_work(d_id)
         async for item in self._feed.follow(after=last, types=_FOLLOWED):
             event = item.event
             if isinstance(event, Deliberation.Requested):
+                self._watch_deadline(event.originator_id, event.deadline)
                 await self._new_work(event.originator_id)
             elif isinstance(event, _TERMINAL_EVENTS):
                 self._stop_driver(event.originator_id)
@@ -185,7 +195,59 @@ class DeliberationDispatcher(BackgroundService):
             self._spawn(d_id, claim)
             await self._until_room()
 
+    # ------------------------------------------------------------------ waiting past a deadline
+
+    def _watch_deadline(self, d_id: UUID, deadline: datetime) -> None:
+        """At ``deadline``, time the deliberation out if nobody has started it.
+
+        With a bound on what each dispatcher drives, an open deliberation can wait in the queue
+        past its deadline; unwatched, it would read PENDING until a dispatcher had room and its
+        driver timed it out, however late. Every dispatcher watches every open deliberation;
+        only one that is still PENDING is timed out (one that a driver started is that
+        driver's to end, after the answers it holds), and the aggregate takes one terminal
+        event, so the others' attempts change nothing.
+        """
+        if self._env.options.concurrency <= 0 or d_id in self._deadlines:
+            return  # unbounded: every deliberation has a driver, which keeps its deadline
+        delay = (deadline - self._env.clock()).total_seconds()
+        loop = asyncio.get_running_loop()
+        self._deadlines[d_id] = loop.call_later(max(0.0, delay), self._deadline_passed, d_id)
+
+    def _deadline_passed(self, d_id: UUID) -> None:
+        self._deadlines.pop(d_id, None)
+        if d_id in self._drivers or self._stopping:
+            return
+        self._waiting.pop(d_id, None)
+        task = asyncio.get_running_loop().create_task(self._expire(d_id), name=f"expire:{d_id}")
+        self._expiring.add(task)
+        task.add_done_callback(self._expiring.discard)
+
+    async def _expire(self, d_id: UUID) -> None:
+        clock = self._env.clock
+
+        def time_out_if_waiting(d: Deliberation) -> bool:
+            if d.status is not DeliberationStatus.PENDING:
+                return False  # started meanwhile (its driver keeps the deadline) or ended
+            d.time_out(clock())
+            return True
+
+        for _ in range(100):  # DeadlineNotReachedError: the timer woke a hair early
+            try:
+                if await self._env.store.update(d_id, time_out_if_waiting):
+                    log.info("deliberation %s: timed out waiting for a dispatcher", d_id)
+                return
+            except DeadlineNotReachedError:
+                await asyncio.sleep(0.05)
+            except DeliberationClosedError:
+                return  # ended by someone else first
+            except Exception:  # the store is down: the driver that takes it will time it out
+                log.warning("deliberation %s: not timed out while waiting", d_id, exc_info=True)
+                return
+
     def _stop_driver(self, d_id: UUID) -> None:
+        timer = self._deadlines.pop(d_id, None)
+        if timer is not None:
+            timer.cancel()
         self._waiting.pop(d_id, None)
         driver = self._drivers.get(d_id)
         if driver is not None and driver.cancel():
@@ -238,6 +300,12 @@ class DeliberationDispatcher(BackgroundService):
         (or on the next start): what is outstanding is in the events."""
         await self.stop_runner()  # first: no new driver starts while the others stop
         self._stopping = True
+        for timer in self._deadlines.values():
+            timer.cancel()
+        self._deadlines.clear()
+        for expiring in list(self._expiring):
+            expiring.cancel()
+        await asyncio.gather(*self._expiring, return_exceptions=True)
         if self._claimer is not None:
             self._claimer.cancel()
         drivers = list(self._drivers.values())

@@ -204,7 +204,8 @@ async def test_notices_past_a_dispatchers_concurrency_go_to_another_dispatcher(
 ) -> None:
     """Two dispatchers at ``concurrency=1`` on one work queue: each drives one deliberation,
     the third waits in the queue (PENDING), and every one completes once agents answer. Without
-    the bound the first dispatcher to pull would hold every notice."""
+    the bound the first dispatcher to pull would hold every notice. A fourth, with a deadline
+    that passes while it waits, is timed out at its deadline (both dispatchers watch it)."""
     store = ApplicationDeliberationStore(app)
     release = asyncio.Event()
 
@@ -232,6 +233,11 @@ async def test_notices_past_a_dispatchers_concurrency_go_to_another_dispatcher(
         await eventually(lambda: [x.active for x in dispatchers] == [1, 1])
         statuses = [(await store.get(i)).status for i in ids]
         assert statuses.count(DeliberationStatus.PENDING) == 1
+        short = requested(f"short-{uuid.uuid4().hex[:6]}", task="do it", timeout_seconds=2)
+        await asyncio.to_thread(app.save, short)
+        timed_out = await until_terminal(store, short.id, timeout=10)
+        assert timed_out.status is DeliberationStatus.TIMEOUT
+        assert [x.active for x in dispatchers] == [1, 1]  # the driven two go on
         release.set()
         done = [await until_terminal(store, i, timeout=20) for i in ids]
         assert {x.status for x in done} == {DeliberationStatus.COMPLETED}

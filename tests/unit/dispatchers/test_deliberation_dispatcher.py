@@ -296,3 +296,24 @@ async def test_a_waiting_deliberation_cancelled_is_never_driven() -> None:
         assert (await until_terminal(store, waiting.id)).status is DeliberationStatus.CANCELLED
         await eventually(lambda: disp.active == 0)
     assert len(rt.calls) == 3  # only the first deliberation's agents were called
+
+
+async def test_a_deliberation_waiting_past_its_deadline_times_out_at_the_deadline() -> None:
+    """Held behind the concurrency bound, it reads TIMEOUT at its deadline, not PENDING until a
+    slot frees; the one being driven keeps going."""
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    release = asyncio.Event()
+    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
+    options = DispatcherOptions(concurrency=1)
+    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+        driven = request(a, "driven", timeout=30)
+        await eventually(lambda: disp.active == 1)
+        waiting = request(a, "waiting", timeout=1)
+        late = await until_terminal(store, waiting.id, timeout=5)
+        assert late.status is DeliberationStatus.TIMEOUT
+        assert late.missing == ["dev-agent-1", "dev-agent-2", "dev-agent-3"]
+        assert (await store.get(driven.id)).status is DeliberationStatus.IN_PROGRESS
+        release.set()
+        assert (await until_terminal(store, driven.id)).status is DeliberationStatus.COMPLETED
+    assert len(rt.calls) == 3  # the waiting one's agents were never called
