@@ -224,6 +224,30 @@ def _after(release: asyncio.Event) -> Behaviour:
     return act
 
 
+def _held_agents(
+    concurrency: int,
+) -> tuple[
+    FleetApplication,
+    ApplicationDeliberationStore,
+    asyncio.Event,
+    FakeAgentRuntime,
+    DeliberationDispatcher,
+]:
+    """A dispatcher bounded at ``concurrency`` whose agents answer once the event is set."""
+    a = app()
+    store = ApplicationDeliberationStore(a)
+    release = asyncio.Event()
+    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
+    options = DispatcherOptions(concurrency=concurrency)
+    return (
+        a,
+        store,
+        release,
+        rt,
+        DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options),
+    )
+
+
 def _hang() -> Behaviour:
     async def act(turn: AgentTurn) -> str:
         await asyncio.Event().wait()
@@ -258,14 +282,9 @@ async def test_a_deliberation_that_reads_as_not_found_at_first_is_still_driven()
 
 async def test_past_its_concurrency_the_dispatcher_drives_the_rest_as_others_end() -> None:
     """``concurrency`` bounds the drivers; the rest stay PENDING, then start as slots free."""
-    a = app()
-    store = ApplicationDeliberationStore(a)
-    release = asyncio.Event()
-
-    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
+    a, store, release, _, dispatcher = _held_agents(concurrency=2)
     most = 0
-    options = DispatcherOptions(concurrency=2)
-    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+    async with dispatcher as disp:
         ds = [request(a, f"bounded-{i}") for i in range(5)]
         await eventually(lambda: disp.active == 2)
         for _ in range(20):  # held there: the other three are not started
@@ -281,13 +300,8 @@ async def test_past_its_concurrency_the_dispatcher_drives_the_rest_as_others_end
 
 
 async def test_a_waiting_deliberation_cancelled_is_never_driven() -> None:
-    a = app()
-    store = ApplicationDeliberationStore(a)
-    release = asyncio.Event()
-
-    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
-    options = DispatcherOptions(concurrency=1)
-    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+    a, store, release, rt, dispatcher = _held_agents(concurrency=1)
+    async with dispatcher as disp:
         first, waiting = request(a, "first"), request(a, "waiting")
         await eventually(lambda: disp.active == 1)
         await store.update(waiting.id, lambda d: d.cancel("not needed"))
@@ -301,12 +315,8 @@ async def test_a_waiting_deliberation_cancelled_is_never_driven() -> None:
 async def test_a_deliberation_waiting_past_its_deadline_times_out_at_the_deadline() -> None:
     """Held behind the concurrency bound, it reads TIMEOUT at its deadline, not PENDING until a
     slot frees; the one being driven keeps going."""
-    a = app()
-    store = ApplicationDeliberationStore(a)
-    release = asyncio.Event()
-    rt = FakeAgentRuntime({f"dev-agent-{i}": _after(release) for i in (1, 2, 3)})
-    options = DispatcherOptions(concurrency=1)
-    async with DeliberationDispatcher(store, ApplicationEventFeed(a), rt, options=options) as disp:
+    a, store, release, rt, dispatcher = _held_agents(concurrency=1)
+    async with dispatcher as disp:
         driven = request(a, "driven", timeout=30)
         await eventually(lambda: disp.active == 1)
         waiting = request(a, "waiting", timeout=1)
