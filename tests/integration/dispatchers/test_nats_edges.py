@@ -231,8 +231,15 @@ async def test_notices_past_a_dispatchers_concurrency_go_to_another_dispatcher(
             await asyncio.to_thread(app.save, d)
             ids.append(d.id)
         await eventually(lambda: [x.active for x in dispatchers] == [1, 1])
-        statuses = [(await store.get(i)).status for i in ids]
-        assert statuses.count(DeliberationStatus.PENDING) == 1
+
+        async def statuses() -> list[DeliberationStatus]:
+            return [(await store.get(i)).status for i in ids]
+
+        async def two_started() -> bool:
+            return (await statuses()).count(DeliberationStatus.IN_PROGRESS) == 2
+
+        await eventually(two_started, what="two deliberations started")
+        assert (await statuses()).count(DeliberationStatus.PENDING) == 1
         short = requested(f"short-{uuid.uuid4().hex[:6]}", task="do it", timeout_seconds=2)
         await asyncio.to_thread(app.save, short)
         timed_out = await until_terminal(store, short.id, timeout=10)
