@@ -221,10 +221,10 @@ async def test_notices_past_a_dispatchers_concurrency_go_to_another_dispatcher(
             q = await JetStreamWorkQueue.connect(nats_url, stream=stream, lease_s=3.0)
             stack.push_async_callback(q.close)
             rt = FakeAgentRuntime({f"dev-agent-{i}": held for i in (1, 2, 3)})
-            d = DeliberationDispatcher(
+            dispatcher = DeliberationDispatcher(
                 store, ApplicationEventFeed(app), rt, options=options, work_queue=q
             )
-            dispatchers.append(await stack.enter_async_context(d))
+            dispatchers.append(await stack.enter_async_context(dispatcher))
         ids = []
         for i in range(3):
             d = requested(f"shared-{uuid.uuid4().hex[:6]}-{i}", task="do it", num_agents=3)
