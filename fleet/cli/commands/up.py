@@ -89,11 +89,7 @@ async def cmd_up(args: argparse.Namespace) -> None:
     # Again: ray.init installs its own fatal-signal handler (it aborts the process on SIGTERM),
     # which would skip the clean stop below.
     on_signals()
-    # Everything allocated so far (modules, Ray, gRPC, caches) lives as long as the process:
-    # keep it out of the collector's full passes, which would otherwise scan all of it each
-    # time (pauses the projections and the dispatcher would feel as latency).
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    tune_collector()
     failure: str | None = None
     try:
         print_endpoints(node)
@@ -106,6 +102,18 @@ async def cmd_up(args: argparse.Namespace) -> None:
         # Non-zero, so a supervisor (systemd, Kubernetes) restarts it; the events hold the work.
         raise CliError(f"Fleet stopped because a part failed: {failure}", code=1)
     console.print("stopped.")
+
+
+def tune_collector() -> None:
+    """Once the node is up: keep what start-up allocated out of the collector's passes, and
+    collect young objects less often (``GC_THRESHOLDS``).
+
+    Everything allocated so far (modules, Ray, gRPC, caches) lives as long as the process; full
+    passes would otherwise scan all of it each time, pauses that the projections, the dispatcher
+    and the API would all feel as latency.
+    """
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def _until_stopped_or_failed(stop: asyncio.Event, node: FleetNode) -> str | None:
