@@ -98,6 +98,12 @@ function listRow(d) {
 async function deliberationPage(taskId) {
   let version = Number(here().params.get("v")) || 0; // 0: follow the latest
   let d;
+  // One Cancel button for the page's life: every live event redraws the page, and a button made
+  // anew each time was never still long enough to be clicked while events kept coming.
+  const cancel = el("button", { class: "danger", id: "cancel", onclick: async () => {
+    try { await api(`/api/deliberations/${encodeURIComponent(taskId)}/cancel`, { method: "POST", body: { reason: "cancelled from the web console" } }); route(); }
+    catch (e) { notice(e.message); }
+  } }, "Cancel");
   const load = async () => {
     try {
       const url = `/api/deliberations/${encodeURIComponent(taskId)}${version ? `?to_version=${version}` : ""}`;
@@ -105,7 +111,7 @@ async function deliberationPage(taskId) {
       d = await api(url);
       if (proposalView(d.role) === "markdown") await (asked || markdownReady());
     } catch (e) { title(taskId); return render(el("p", { class: "error" }, e.message)); }
-    drawDeliberation(d, (v) => { version = v >= d.latest_version ? 0 : v; remember({ v: version || "" }); load(); });
+    drawDeliberation(d, cancel, (v) => { version = v >= d.latest_version ? 0 : v; remember({ v: version || "" }); load(); });
     window.fleetMarks.detailRendered = performance.now();
   };
   await load();
@@ -123,19 +129,13 @@ async function deliberationPage(taskId) {
   }
 }
 
-function drawDeliberation(d, onVersion) {
+function drawDeliberation(d, cancel, onVersion) {
   title(d.role, d.task_id, d.version < d.latest_version ? `v${d.version}` : "");
   const slider = el("input", { type: "range", id: "version", min: 1, max: d.latest_version, value: d.version,
     oninput: () => { label.textContent = `version ${slider.value} of ${d.latest_version}`; },
     onchange: () => onVersion(Number(slider.value)) });
   const label = el("span", { id: "version-label" }, `version ${d.version} of ${d.latest_version}`);
-  const actions = [];
-  if (!TERMINAL.has(d.status)) {
-    actions.push(el("button", { class: "danger", id: "cancel", onclick: async () => {
-      try { await api(`/api/deliberations/${encodeURIComponent(d.task_id)}/cancel`, { method: "POST", body: { reason: "cancelled from the web console" } }); route(); }
-      catch (e) { notice(e.message); }
-    } }, "Cancel"));
-  }
+  const actions = TERMINAL.has(d.status) ? [] : [cancel];
   const scores = sortable(scoreTable(d), "scores");
   const events = el("table", { id: "events" }, el("thead", {}, el("tr", {}, ["v", "at", "event", "summary"].map((h) => el("th", {}, h)))),
     el("tbody", { id: "events-body" }, d.events.map(eventRow)));
