@@ -115,8 +115,6 @@ class OutboxProjection:
         """``time.monotonic()`` before which the lease this instance last renewed still holds
         with room to spare (a third of the lease after the renewal began): no claim is asked
         before then. 0: ask at the next batch."""
-        self.claims = 0
-        """Lease renewals this instance asked the stream for (for tests and benchmarks)."""
 
     def position(self) -> int:
         """The last position wholly published, read back from the stream (the one before a
@@ -241,7 +239,6 @@ class OutboxProjection:
         now = time.monotonic()
         if now < self._held_until:
             return
-        self.claims += 1
         renewed = self.stream.claim(fence.owner, fence.lease_ms)
         if renewed is None or renewed.epoch != fence.epoch:
             self._held_until = 0.0
