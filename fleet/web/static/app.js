@@ -115,7 +115,9 @@ async function deliberationPage(taskId) {
     window.fleetMarks.detailRendered = performance.now();
   };
   await load();
-  const liveSince = Date.now(); // events recorded from now on are the live ones
+  // Events recorded once the stream is open are the live ones; those recorded before it come
+  // with the stream's stored part, so their wait is the page's loading, not live latency.
+  let liveSince = Infinity;
   if (d && !TERMINAL.has(d.status)) {
     const refresh = debounce(() => { if (!version) load(); }, 60);
     stream(`/api/deliberations/${encodeURIComponent(taskId)}/stream`, (ev) => {
@@ -125,7 +127,7 @@ async function deliberationPage(taskId) {
       const tail = document.getElementById("events-body");
       if (tail && !version && !tail.querySelector(`[data-version="${ev.version}"]`)) tail.append(eventRow(ev));
       refresh();
-    }, pageAbort.signal);
+    }, pageAbort.signal, () => { if (liveSince === Infinity) liveSince = Date.now(); });
   }
 }
 
