@@ -173,6 +173,8 @@ class NatsAgentRuntime:
         self.reused = 0
         """Calls answered from the results stream without queuing (stored before they were
         asked here: a takeover, or a redelivery after a server restart)."""
+        self.found_at_deadline = 0
+        """Calls whose answer the feed had not brought by the deadline but the stream held."""
 
     @property
     def durable(self) -> str:
@@ -370,8 +372,23 @@ class NatsAgentRuntime:
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), timeout_s + self._grace_s)
         except TimeoutError:
-            msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
-            raise AgentTurnError(msg) from None
+            pass
+        # The feed may be behind the stream: its consumer reconnecting after a server was lost,
+        # with the answer stored meanwhile. Look once more, so that a call a worker answered is
+        # never recorded as one nobody answered.
+        stored = await self._stored_result(kind, key)
+        if stored is not None and (earlier is None or stored[0] > earlier[0]):
+            if waiter.offer(stored[1]):
+                self.found_at_deadline += 1
+                log.warning(
+                    "agent results: %s %s found stored at its deadline (the feed was behind)",
+                    kind,
+                    key,
+                )
+        if waiter.future.done():
+            return waiter.future.result()
+        msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
+        raise AgentTurnError(msg)
 
     async def _queue(self, work: WorkMessage, role: str, timeout_s: float) -> PubAck:
         """Publish the work, retried while the stream cannot take it (a leader election on an

@@ -9,7 +9,10 @@ not asked of the model again and not waited for in vain. Two things made that fa
   whose results consumer only sees answers stored after it started, waited out its timeout and
   recorded a false AgentFailed;
 * a failure stored for an earlier caller (its call expired in the queue) would be handed to the
-  new caller, whose own deadline had not passed.
+  new caller, whose own deadline had not passed;
+* a caller whose results feed was still reconnecting after a lost server reached its deadline
+  and recorded "no worker answered" for a call whose answer the stream held (seen in the soak,
+  on a three-node cluster losing a node twice in 15 s).
 
 Real nats-server (a private one that the test restarts), real workers, and the load generator as
 the endpoint (canned text: it claims nothing about quality).
@@ -121,3 +124,32 @@ async def test_work_the_stream_cannot_take_yet_is_queued_once_it_can(
         await start_worker(lg.url)
         got = await asyncio.wait_for(call, 10.0)
     assert got.agent_id == "dev-agent-1" and lg.counters.calls == 1
+
+
+async def test_an_answer_the_feed_has_not_brought_by_the_deadline_is_taken_from_the_stream(
+    runtime: NatsAgentRuntime,
+    start_worker: WorkerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The feed is cut (as while its consumer reconnects); the worker answers and the answer is
+    stored: at the deadline the call takes it from the stream instead of failing."""
+    fed: list[object] = []
+    monkeypatch.setattr(runtime, "_deliver", fed.append)
+    async with LoadGenServer("instant") as lg:
+        worker = await start_worker(lg.url)
+        t = turn("dev-agent-4", d_id="feed-behind", timeout_s=1.0)
+        got = await asyncio.wait_for(runtime.run_turn(t), 10.0)
+    assert got.agent_id == "dev-agent-4" and "```python" in got.content
+    assert worker.stats.answered == 1 and lg.counters.calls == 1
+    assert fed, "the answer never reached the (cut) feed: the test did not test the deadline"
+    assert runtime.found_at_deadline == 1
+    assert "found stored at its deadline" in caplog.text
+
+
+async def test_a_call_nobody_answered_still_fails_at_its_deadline(
+    runtime: NatsAgentRuntime,
+) -> None:
+    with pytest.raises(AgentTurnError, match=r"no worker answered within 0\.5 s"):
+        await runtime.run_turn(turn("dev-agent-5", d_id="nobody", timeout_s=0.5))
+    assert runtime.found_at_deadline == 0
