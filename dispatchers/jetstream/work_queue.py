@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from uuid import UUID
 
 import nats
@@ -164,7 +164,7 @@ class JetStreamWorkQueue:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
 
-    async def claims(self) -> AsyncIterator[JetStreamClaim]:
+    async def claims(self) -> AsyncGenerator[JetStreamClaim, None]:
         await self.ensure()
         # Create or update (``pull_subscribe`` would keep an existing consumer's ack wait, and
         # with it the lease of whichever Fleet version created it).

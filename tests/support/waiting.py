@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -30,6 +30,28 @@ def _failure(what: Message, timeout: float, last: object, error: BaseException |
     text = what() if callable(what) else what
     seen = f"raised {error!r}" if error is not None else f"last value {last!r}"
     return f"{text}: not within {timeout:g} s ({seen})"
+
+
+@overload
+async def eventually(
+    check: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = ...,
+    interval: float = ...,
+    what: Message = ...,
+    ignoring: tuple[type[BaseException], ...] = ...,
+) -> T: ...
+
+
+@overload
+async def eventually(
+    check: Callable[[], T],
+    *,
+    timeout: float = ...,
+    interval: float = ...,
+    what: Message = ...,
+    ignoring: tuple[type[BaseException], ...] = ...,
+) -> T: ...
 
 
 async def eventually(

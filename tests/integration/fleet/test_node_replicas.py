@@ -11,6 +11,7 @@ workers started as ``fleet worker`` starts them, for another installation on the
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 
 import nats
@@ -23,7 +24,8 @@ from fleet.agents import start_workers
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet_testing.loadgen import LoadGenServer
-from tests.fixtures.nats import NatsCluster, unique_stream_name
+from fleet_testing.nats_cluster import NatsCluster
+from tests.fixtures.nats import unique_stream_name
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(90)
@@ -77,7 +79,7 @@ async def plan_consumer_ready(url: str, node: FleetNode, timeout_s: float = 30.0
     try:
         for stream, durable in (("PLANNING", "fleet-plans"), ("PLANNING_STORIES", "fleet-stories")):
             await eventually(
-                lambda s=stream, d=durable: ready(s, d),
+                functools.partial(ready, stream, durable),
                 timeout=timeout_s,
                 interval=0.05,
                 what=f"no consumer {durable}",
