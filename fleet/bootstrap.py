@@ -723,10 +723,12 @@ class FleetNode(AsyncClosing):
 
 
 def _graph_down() -> tuple[type[BaseException], ...]:
-    """Errors that mean the graph server is unreachable (Neo4j; the embedded one cannot be)."""
-    from neo4j.exceptions import ServiceUnavailable, SessionExpired
+    """Errors that mean the graph server is unreachable or busy for now (Neo4j; the embedded one
+    cannot be): the driver retries them for a few seconds only (``RETRY_S``), then the runner
+    does, with its own back-off, for as long as it takes."""
+    from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
 
-    return (ServiceUnavailable, SessionExpired)
+    return (ServiceUnavailable, SessionExpired, TransientError)
 
 
 def read_run_file(data_dir: Path) -> dict[str, Any] | None:

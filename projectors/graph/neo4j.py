@@ -2,8 +2,9 @@
 
 Writes go through ``session.execute_write``: a managed transaction that the driver retries, with
 back-off, on transient errors and lost connections (``TransientError``, ``ServiceUnavailable``,
-``SessionExpired``) for up to the driver's ``max_transaction_retry_time``; so the transaction
-function must be idempotent and side-effect free outside the transaction, and ``_apply_tx`` is.
+``SessionExpired``) for up to ``RETRY_S`` (the session's ``max_transaction_retry_time``); so the
+transaction function must be idempotent and side-effect free outside the transaction, and
+``_apply_tx`` is.
 Queries run in read sessions (``READ_ACCESS``), which the server refuses to write from, behind the
 same keyword guard as the embedded adapter, with a transaction timeout as their time limit.
 
@@ -55,7 +56,14 @@ from projectors.graph.statements import (
     WRITE_CLAIM,
 )
 
-__all__ = ["CONSTRAINTS", "LAYER_QUERY", "Neo4jGraph"]
+__all__ = ["CONSTRAINTS", "LAYER_QUERY", "RETRY_S", "Neo4jGraph"]
+
+#: How long the driver retries one managed transaction (its default is 30 s). Its back-off
+#: doubles from 1 s and its last pause can take as long again, so with the default a projector
+#: whose Neo4j came back could sit out a pause of 27 s before it tried once more, and its start
+#: took 35 s with Neo4j down. Past this bound the error reaches the caller: the projector's
+#: runner retries it (``fleet.bootstrap._graph_down``) with a pause of 5 s at most.
+RETRY_S = 3.0
 
 CONSTRAINTS = (
     "CREATE CONSTRAINT fleet_plan_id IF NOT EXISTS FOR (n:Plan) REQUIRE n.id IS UNIQUE",
@@ -273,7 +281,10 @@ class Neo4jGraph(DecisionGraph):
         first claim), which Neo4j 5 answers with a warning that the driver would log on every
         read of the position."""
         return self._driver.session(
-            database=self._database, default_access_mode=mode, notifications_min_severity="OFF"
+            database=self._database,
+            default_access_mode=mode,
+            notifications_min_severity="OFF",
+            max_transaction_retry_time=RETRY_S,
         )
 
     def ensure_schema(self) -> None:
