@@ -93,12 +93,20 @@ class RayHead:
 
         await eventually(up, timeout=90, interval=0.2, what="the Ray head never listened")
 
-    def kill(self) -> None:
+    def stop(self) -> None:
         """End `ray start --block` and every process of its node (its process group), by its
-        id only: SIGTERM, then SIGKILL. Idempotent."""
+        id only, as a pod is deleted: SIGTERM, then SIGKILL after 15 s. Idempotent."""
+        self._signal(((signal.SIGTERM, 15), (signal.SIGKILL, 10)))
+
+    def kill(self) -> None:
+        """`stop` at once with SIGKILL, for the end of a test: the head holds nothing to keep,
+        and on SIGTERM it has never ended within the 15 s. Idempotent."""
+        self._signal(((signal.SIGKILL, 10),))
+
+    def _signal(self, steps: tuple[tuple[signal.Signals, int], ...]) -> None:
         if self.proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        for sig, wait in steps:
             try:
                 os.killpg(self.proc.pid, sig)
             except ProcessLookupError:
@@ -243,7 +251,7 @@ async def test_a_node_whose_ray_client_loses_the_cluster_stops_and_resumes_on_re
             async with FleetClient(address) as client:
                 await client.deliberate("write fib(n)", task_id="across-a-head-restart")
                 await eventually(lambda: lg.counters.in_flight > 0, timeout=60)
-            await asyncio.to_thread(ray_head.kill)
+            await asyncio.to_thread(ray_head.stop)
             await eventually(
                 lambda: not up.running(),
                 timeout=90,
