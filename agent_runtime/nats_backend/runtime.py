@@ -366,9 +366,7 @@ class NatsAgentRuntime:
         self.published += 1
         if ack.duplicate:  # queued before (this attempt): its answer may be stored already
             self.deduplicated += 1
-            stored = await self._stored_result(kind, key)
-            if stored is not None and (earlier is None or stored[0] > earlier[0]):
-                waiter.offer(stored[1])
+            await self._offer_stored(waiter, kind, key, earlier)
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), timeout_s + self._grace_s)
         except TimeoutError:
@@ -376,19 +374,25 @@ class NatsAgentRuntime:
         # The feed may be behind the stream: its consumer reconnecting after a server was lost,
         # with the answer stored meanwhile. Look once more, so that a call a worker answered is
         # never recorded as one nobody answered.
-        stored = await self._stored_result(kind, key)
-        if stored is not None and (earlier is None or stored[0] > earlier[0]):
-            if waiter.offer(stored[1]):
-                self.found_at_deadline += 1
-                log.warning(
-                    "agent results: %s %s found stored at its deadline (the feed was behind)",
-                    kind,
-                    key,
-                )
+        if await self._offer_stored(waiter, kind, key, earlier):
+            self.found_at_deadline += 1
+            log.warning(
+                "agent results: %s %s found stored at its deadline (the feed was behind)", kind, key
+            )
         if waiter.future.done():
             return waiter.future.result()
         msg = f"{kind} {key}: no worker answered within {timeout_s:.1f} s"
         raise AgentTurnError(msg)
+
+    async def _offer_stored(
+        self, waiter: _Waiter, kind: str, key: str, earlier: tuple[int, ResultMessage] | None
+    ) -> bool:
+        """Offer the waiter the answer stored now, if it came after ``earlier`` (the failure
+        this attempt replaced); whether it ended the wait."""
+        stored = await self._stored_result(kind, key)
+        if stored is None or (earlier is not None and stored[0] <= earlier[0]):
+            return False
+        return waiter.offer(stored[1])
 
     async def _queue(self, work: WorkMessage, role: str, timeout_s: float) -> PubAck:
         """Publish the work, retried while the stream cannot take it (a leader election on an

@@ -37,8 +37,9 @@ pytestmark = pytest.mark.timeout(600)
 
 EVENTS_PER_DELIBERATION = 9
 START_S = 240.0
-CAUGHT_UP_S = 60.0
 """How long a Neo4j start may take here (a JVM and two databases on a loaded machine)."""
+CAUGHT_UP_S = 60.0
+"""How long a runner may take to catch up once Neo4j answers again (it pauses 5 s at most)."""
 
 
 def _deliberations(n: int) -> list[Deliberation]:
