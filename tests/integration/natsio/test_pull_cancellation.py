@@ -37,10 +37,13 @@ async def _start_and_stop_a_busy_loop(js: JetStreamContext) -> None:
     stream = unique_stream_name("PULL")
     subject = f"{stream.lower()}.work"
     await js.add_stream(StreamConfig(name=stream, subjects=[subject]))
-    for _ in range(32):
+    # Plenty waiting: a cancelled fetch can take a message with it (delivered to a gone inbox,
+    # redelivered only after the ack wait), and the next loop must still find one at once.
+    for _ in range(1000):
         await js.publish(subject, b"x")
     sub = await js.pull_subscribe(subject, durable="busy", stream=stream, config=ConsumerConfig())
     handled = 0
+    busy = asyncio.Event()
 
     async def consume() -> None:
         nonlocal handled
@@ -49,13 +52,20 @@ async def _start_and_stop_a_busy_loop(js: JetStreamContext) -> None:
                 await msg.ack()
                 await js.publish(subject, b"x")  # always more waiting
                 handled += 1
+                busy.set()
 
     rng = random.Random(7)
     for cycle in range(CYCLES):
+        busy.clear()
         task = asyncio.create_task(consume())
+        # Busy first (a message handled: fetches are answering), then a random moment: on a slow
+        # machine a fixed pause alone can cancel a loop that has not fetched yet.
+        try:
+            await asyncio.wait_for(busy.wait(), timeout=5.0)
+        except TimeoutError:
+            raise AssertionError(f"start {cycle + 1}: no message handled in 5 s") from None
         await asyncio.sleep(rng.uniform(0.0, 0.01))
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=2.0)
         assert task in done, f"stop {cycle + 1}: still polling 2 s after its cancellation"
         assert task.cancelled(), task.exception()
-    assert handled > CYCLES  # the loop was busy, not idle, when cancelled
