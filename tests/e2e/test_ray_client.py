@@ -95,12 +95,12 @@ class RayHead:
 
     def stop(self) -> None:
         """End `ray start --block` and every process of its node (its process group), by its
-        id only, as a pod is deleted: SIGTERM, then SIGKILL after 15 s. Idempotent."""
-        self._signal(((signal.SIGTERM, 15), (signal.SIGKILL, 10)))
+        id only, as a pod is deleted: SIGTERM, then SIGKILL after a grace period (3 s: the head
+        holds nothing to keep, and on SIGTERM it has never ended within 15 s). Idempotent."""
+        self._signal(((signal.SIGTERM, 3), (signal.SIGKILL, 10)))
 
     def kill(self) -> None:
-        """`stop` at once with SIGKILL, for the end of a test: the head holds nothing to keep,
-        and on SIGTERM it has never ended within the 15 s. Idempotent."""
+        """`stop` at once with SIGKILL, for the end of a test. Idempotent."""
         self._signal(((signal.SIGKILL, 10),))
 
     def _signal(self, steps: tuple[tuple[signal.Signals, int], ...]) -> None:

@@ -42,16 +42,13 @@ async def _start_and_stop_a_busy_loop(js: JetStreamContext) -> None:
     for _ in range(1000):
         await js.publish(subject, b"x")
     sub = await js.pull_subscribe(subject, durable="busy", stream=stream, config=ConsumerConfig())
-    handled = 0
     busy = asyncio.Event()
 
     async def consume() -> None:
-        nonlocal handled
         async for msgs in pull_batches(sub, batch=1, timeout_s=0.5, what="busy"):
             for msg in msgs:
                 await msg.ack()
                 await js.publish(subject, b"x")  # always more waiting
-                handled += 1
                 busy.set()
 
     rng = random.Random(7)
