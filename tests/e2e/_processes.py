@@ -7,13 +7,15 @@ process id only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fleet_testing.processes import FLEET, REPO, FleetProcess, WorkerProcess
 
 __all__ = ["BACKENDS", "FLEET", "REPO", "FleetProcess", "WorkerProcess", "dispatcher_env"]
 
-# Where agent calls run: warm Ray actors (each dispatcher process starts its own local Ray), the
-# same council code in the dispatcher's process, or the NATS work queue with workers (killed
-# together with the dispatcher).
+# Where agent calls run: warm Ray actors (on the test session's Ray instance: see the
+# ``backend_env`` fixture), the same council code in the dispatcher's process, or the NATS work
+# queue with workers (killed together with the dispatcher).
 BACKENDS = {
     "ray": {"FLEET_AGENT_RUNTIME": "ray", "FLEET_AGENT_BACKEND": "ray"},
     "in-process": {"FLEET_AGENT_RUNTIME": "local"},
@@ -22,10 +24,11 @@ BACKENDS = {
 
 
 def dispatcher_env(
-    nats_url: str, stream: str, llm_url: str, backend: str = "in-process", **extra: str
+    nats_url: str, stream: str, llm_url: str, backend: Mapping[str, str], **extra: str
 ) -> dict[str, str]:
     """The settings of a dispatcher process against the load generator at ``llm_url``, its agent
-    calls on ``backend``; ``extra`` adds or overrides settings."""
+    calls where ``backend`` (the ``backend_env`` fixture) puts them; ``extra`` adds or overrides
+    settings."""
     return {
         "NATS_URL": nats_url,
         "FLEET_STREAM": stream,
@@ -34,6 +37,6 @@ def dispatcher_env(
         "FLEET_WORK_LEASE": "2",
         "FLEET_CACHE": "off",
         "FLEET_PLAN_CONSUMER": "off",
-        **BACKENDS[backend],
+        **backend,
         **extra,
     }

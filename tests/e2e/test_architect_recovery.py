@@ -34,14 +34,18 @@ def kinds(events: list[object]) -> list[str]:
 
 @pytest.mark.parametrize("backend", ["in-process", "nats"])
 async def test_a_dispatcher_killed_mid_selection_is_finished_by_the_next_once(
-    tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
+    tmp_path: Path,
+    nats_url: str,
+    nats_env: dict[str, str],
+    backend: str,
+    backend_env: dict[str, str],
 ) -> None:
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
     script = {ARCHITECT_ASK: '{"winner": "A", "rationale": "asked again, answered once"}'}
     async with LoadGenServer("scripted", script=script) as lg:
         lg.modes_by_user["agent-architect-001"] = "hang"
-        env = dispatcher_env(nats_url, nats_env["NATS_STREAM"], lg.url, backend)
+        env = dispatcher_env(nats_url, nats_env["NATS_STREAM"], lg.url, backend_env)
         first = FleetProcess(tmp_path / "d1", "dispatcher", env)
         procs = [first]
         try:

@@ -43,13 +43,17 @@ def logs_of(procs: list[FleetProcess]) -> str:
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 async def test_sigkilled_dispatchers_resume_without_doubling_any_answer(
-    tmp_path: Path, nats_url: str, nats_env: dict[str, str], backend: str
+    tmp_path: Path,
+    nats_url: str,
+    nats_env: dict[str, str],
+    backend: str,
+    backend_env: dict[str, str],
 ) -> None:
     stream = nats_env["NATS_STREAM"]
     app = await asyncio.to_thread(FleetApplication, nats_env)
     store = ApplicationDeliberationStore(app)
     async with LoadGenServer("instant", delay_s=1.0) as lg:
-        env = dispatcher_env(nats_url, stream, lg.url, backend)
+        env = dispatcher_env(nats_url, stream, lg.url, backend_env)
         procs = [FleetProcess(tmp_path / "d1", "dispatcher", env)]
         await asyncio.to_thread(procs[0].wait_ready)
         tasks = [f"recover-{uuid.uuid4().hex[:6]}-{i}" for i in range(N)]

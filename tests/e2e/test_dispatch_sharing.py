@@ -51,6 +51,7 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
     nats_env: dict[str, str],
     valkey_server: ValkeyServer,
     backend: str,
+    backend_env: dict[str, str],
 ) -> None:
     async with LoadGenServer("instant", delay_s=0.2) as lg:
         base = {
@@ -61,7 +62,7 @@ async def test_two_apis_and_two_dispatchers_share_the_work(
             "FLEET_VLLM_URL": lg.url,
             "FLEET_VLLM_MODEL": "loadgen",
             "FLEET_PLAN_CONSUMER": "off",
-            **BACKENDS[backend],
+            **backend_env,
         }
         procs = [
             FleetProcess(

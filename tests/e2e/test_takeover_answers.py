@@ -59,7 +59,11 @@ async def stored_results(nats_url: str, stream: str) -> int:
     ("backend", "fault"), [("nats", "restart"), ("ray", "restart"), ("nats", "expired")]
 )
 async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure(
-    tmp_path: Path, private_nats_server: NatsServer, backend: str, fault: str
+    tmp_path: Path,
+    private_nats_server: NatsServer,
+    backend: str,
+    backend_env: dict[str, str],
+    fault: str,
 ) -> None:
     server = private_nats_server
     stream = unique_stream_name("TK")
@@ -77,7 +81,7 @@ async def test_a_takeover_finds_every_stored_answer_and_records_no_false_failure
             server.url,
             stream,
             lg.url,
-            backend,
+            backend_env,
             FLEET_AGENT_CALL_TIMEOUT=str(CALL_TIMEOUT_S),
             FLEET_LOCAL_WORKERS="0",  # the agents are the separate `fleet worker` below
         )
