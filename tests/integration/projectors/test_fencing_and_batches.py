@@ -117,9 +117,12 @@ def test_two_runners_of_one_projection_never_both_apply(
 ) -> None:
     app = scenarios.popo_app()
     _mixed(app)
+    # A lease far longer than the test's steps (nothing expires: the handover is the release),
+    # short enough that the standby's poll (a sixth of it) notices the release within 2 s.
+    lease_ms = 12_000
     for projection in (GraphProjection(graph), CacheProjection(board)):
-        first = ProjectorRunner(app, projection, owner="first", lease_ms=60_000, batch_size=7)
-        second = ProjectorRunner(app, projection, owner="second", lease_ms=60_000, batch_size=7)
+        first = ProjectorRunner(app, projection, owner="first", lease_ms=lease_ms, batch_size=7)
+        second = ProjectorRunner(app, projection, owner="second", lease_ms=lease_ms, batch_size=7)
         head = app.recorder.max_notification_id() or 0
         first.start()
         first.wait(1)  # "first" holds the claim before "second" asks for it
