@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 
 from agent_runtime.api import Candidate, ReviewInput
-from agent_runtime.member.openai_client import ChatMessage
+from agent_runtime.member.messages import ChatMessage
 from agent_runtime.member.prompts import clip, role_prompt
 from agent_runtime.member.reviews import PROPOSAL_CHARS, json_values
 from aggregates.values import PeerReview

@@ -55,6 +55,7 @@ from typing import Final, NotRequired, TypedDict
 import aiohttp
 
 from agent_runtime.api import AgentRuntimeError
+from agent_runtime.member.messages import ChatMessage
 from lifecycle import AsyncClosing
 
 __all__ = [
@@ -141,16 +142,6 @@ class ThinkingBudgetError(EmptyCompletionError):
 
 
 # --------------------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True)
-class ChatMessage:
-    role: str
-    """"system", "user" or "assistant"."""
-    content: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
 
 
 class ChatRequest(TypedDict):

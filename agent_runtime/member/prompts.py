@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from agent_runtime.api import AgentTurn, PeerProposal
-from agent_runtime.member.openai_client import ChatMessage
+from agent_runtime.member.messages import ChatMessage
 
 __all__ = [
     "CODE_PREFILL",

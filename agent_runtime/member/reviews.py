@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from agent_runtime.api import Candidate, ReviewInput
-from agent_runtime.member.openai_client import ChatMessage
+from agent_runtime.member.messages import ChatMessage
 from agent_runtime.member.prompts import clip, role_prompt
 from aggregates.values import PeerReview
 
