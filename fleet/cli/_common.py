@@ -15,7 +15,6 @@ from rich.console import Console
 from aggregates import Role
 from aggregates.story import Phase
 from fleet.config import ConfigError, Settings
-from natsio import servers
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
@@ -209,8 +208,12 @@ async def connect_once(url: str, timeout_s: float, *, name: str) -> NatsClient:
     Raises:
         Unreachable: refused, unknown host, or no greeting within ``timeout_s``.
     """
+    # Here, not at the top: nats-py imports aiohttp (its websocket transport), and most
+    # commands talk gRPC only.
     import nats
     from nats.errors import Error as NatsError
+
+    from natsio import servers
 
     seen: list[Exception] = []
 
