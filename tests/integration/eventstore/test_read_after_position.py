@@ -6,12 +6,14 @@ reader (which does not). Every bound still returns exactly what a full read filt
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from uuid import UUID, uuid4
 
 import pytest
 from eventsourcing.persistence import AggregateRecorder, StoredEvent
 
 from eventstore.jetstream import JetStreamFactory
+from tests.fixtures.nats import unique_stream_name
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,36 +25,63 @@ def _event(agg: UUID, version: int) -> StoredEvent:
     return StoredEvent(originator_id=agg, originator_version=version, topic="t", state=b"x" * 200)
 
 
-@pytest.fixture
-def aggregates(factory: JetStreamFactory) -> list[UUID]:
-    """Ten aggregates of 200 events, written round-robin (each save one version of all ten)."""
+@dataclass(frozen=True)
+class Written:
+    """Ten aggregates of 200 events on a stream of their own, and the store that wrote them."""
+
+    stream: str
+    writer: JetStreamFactory
+    ids: list[UUID]
+
+
+@pytest.fixture(scope="module")
+def written(nats_url: str) -> Iterator[Written]:
+    """Written once for the module (2,000 events, two seconds): the tests only read them. Each
+    save is one version of all ten aggregates, so they interleave."""
+    stream = unique_stream_name("RAP")
+    writer = _store(nats_url, stream)
     ids = [uuid4() for _ in range(INTERLEAVED)]
-    recorder = factory.aggregate_recorder()
+    recorder = writer.aggregate_recorder()
     for v in range(1, VERSIONS + 1):
         recorder.insert_events([_event(agg, v) for agg in ids])
-    return ids
+    yield Written(stream, writer, ids)
+    writer.close()
+
+
+@pytest.fixture
+def aggregates(written: Written) -> list[UUID]:
+    return written.ids
+
+
+@pytest.fixture
+def reader(nats_url: str, written: Written) -> Iterator[JetStreamFactory]:
+    """Another process's store on the written stream: it knows nothing of the subjects."""
+    f = _store(nats_url, written.stream)
+    yield f
+    f.close()
 
 
 @pytest.fixture
 def fresh_reader(nats_url: str, nats_stream: str) -> Iterator[JetStreamFactory]:
-    """Another process's store: it has written nothing and knows nothing of the subjects."""
-    f = JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_TIMEOUT": "1"})
+    """Another process's store on this test's stream: it has written nothing."""
+    f = _store(nats_url, nats_stream)
     yield f
     f.close()
+
+
+def _store(nats_url: str, stream: str) -> JetStreamFactory:
+    return JetStreamFactory({"NATS_URL": nats_url, "NATS_STREAM": stream, "NATS_TIMEOUT": "1"})
 
 
 def _received(factory: JetStreamFactory) -> int:
     return int(factory.connection.log.nc.stats["in_msgs"])
 
 
-@pytest.mark.parametrize("reader", ["writer", "fresh reader"])
+@pytest.mark.parametrize("who", ["writer", "fresh reader"])
 def test_a_read_after_version_150_fetches_the_50_events_past_it(
-    factory: JetStreamFactory,
-    fresh_reader: JetStreamFactory,
-    aggregates: list[UUID],
-    reader: str,
+    written: Written, reader: JetStreamFactory, aggregates: list[UUID], who: str
 ) -> None:
-    store = factory if reader == "writer" else fresh_reader
+    store = written.writer if who == "writer" else reader
     recorder = store.aggregate_recorder()
     agg = aggregates[3]
     before = _received(store)
@@ -80,12 +109,12 @@ def test_a_read_after_version_150_fetches_the_50_events_past_it(
     ],
 )
 def test_bounds_return_what_a_filtered_full_read_would(
-    fresh_reader: JetStreamFactory,
+    reader: JetStreamFactory,
     aggregates: list[UUID],
     bounds: dict[str, int],
     expected: list[int],
 ) -> None:
-    recorder = fresh_reader.aggregate_recorder()
+    recorder = reader.aggregate_recorder()
     agg = aggregates[-1]
     assert [e.originator_version for e in recorder.select_events(agg, **bounds)] == expected  # type: ignore[arg-type]
     # Again with the subject's last row known (the first read remembered it).
@@ -108,10 +137,10 @@ def test_snapshot_versions_with_gaps_and_an_empty_subject(
         assert store.aggregate_recorder().select_events(uuid4(), gt=10) == []
 
 
-def test_through_the_stream_leader(fresh_reader: JetStreamFactory, aggregates: list[UUID]) -> None:
+def test_through_the_stream_leader(reader: JetStreamFactory, aggregates: list[UUID]) -> None:
     """A replicated stream's reads ask the leader (consistent), the steps back included."""
-    fresh_reader.connection.log.reads.leader_reads = True  # as with replicas > 1
-    recorder = fresh_reader.aggregate_recorder()
+    reader.connection.log.reads.leader_reads = True  # as with replicas > 1
+    recorder = reader.aggregate_recorder()
     for gt, expected in ((150, list(range(151, 201))), (199, [200]), (1, list(range(2, 201)))):
         found = recorder.select_events(aggregates[0], gt=gt)
         assert [e.originator_version for e in found] == expected
