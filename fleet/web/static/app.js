@@ -127,7 +127,7 @@ async function deliberationPage(taskId) {
       const tail = document.getElementById("events-body");
       if (tail && !version && !tail.querySelector(`[data-version="${ev.version}"]`)) tail.append(eventRow(ev));
       refresh();
-    }, pageAbort.signal, () => { if (liveSince === Infinity) liveSince = Date.now(); });
+    }, pageAbort.signal, () => { if (liveSince === Infinity) window.fleetMarks.liveSince = liveSince = Date.now(); });
   }
 }
 

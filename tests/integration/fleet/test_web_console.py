@@ -55,6 +55,7 @@ class Console:
     url: str
     browser: Any
     nats_url: str
+    llm: LoadGenServer
 
     async def page(self, route: str = "#/", url: str | None = None) -> Any:
         page = await self.browser.new_page(viewport={"width": 1280, "height": 860})
@@ -80,7 +81,7 @@ async def console(
         ):
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             try:
-                yield Console(node, client, node.endpoints.web, browser, nats_url)
+                yield Console(node, client, node.endpoints.web, browser, nats_url, llm)
             finally:
                 await browser.close()
 
@@ -292,8 +293,17 @@ async def test_figures(console: Console, tmp_path: Path) -> None:
         await page.screenshot(path=f"{SHOTS}/web-deliberation.png", clip=TOP)
         await page.locator("#critique-graph").screenshot(path=f"{SHOTS}/web-critique-graph.png")
 
-    await console.client.deliberate("write fib", task_id="web-lag-1", num_agents=6, rounds=3)
-    page = await console.page("#/d/web-lag-1")
+    # The agents' first calls wait until the page's stream is open, so that the deliberation's
+    # events come live however long the page takes to load (on a slow machine it can finish
+    # before the stream opens, and every event would then come with the stream's stored part).
+    console.llm.mode = "hang"
+    try:
+        await console.client.deliberate("write fib", task_id="web-lag-1", num_agents=6, rounds=3)
+        page = await console.page("#/d/web-lag-1")
+        await page.wait_for_function("() => window.fleetMarks.liveSince > 0", timeout=30000)
+    finally:
+        console.llm.mode = "instant"
+        console.llm.release_held()
     await page.locator("#status .COMPLETED").wait_for(timeout=30000)
     lags = await page.evaluate("window.fleetMarks.lags || []")
     assert len(lags) >= 10, lags  # the events recorded while the page was open
