@@ -132,10 +132,11 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest_asyncio.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def ray_head() -> AsyncIterator[RayHead]:
-    """A Ray head of this test's own, ended by killing its process group however the test ends
-    (never `ray stop`: it ends every Ray on the machine)."""
+    """A Ray head of this module's own (its start takes 10-15 s on two cores), ended by killing
+    its process group however the tests end (never `ray stop`: it ends every Ray on the
+    machine). The test that loses the head restarts it, and comes last in the file."""
     temp = Path(tempfile.mkdtemp(prefix="frc-", dir="/tmp"))  # short: unix socket paths
     head = RayHead(free_port(), free_port(), _head_env(), temp)
     try:
