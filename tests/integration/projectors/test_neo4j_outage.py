@@ -98,7 +98,7 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
     nats_env: dict[str, str], own_neo4j_server: Neo4jServer, driver: Driver
 ) -> None:
     app = FleetApplication(nats_env)
-    for _ in range(10):  # 800 deliberations, 7,200 events: several catch-up batches
+    for _ in range(5):  # 400 deliberations, 3,600 events: several catch-up batches
         app.save(*_deliberations(80))
     backlog = app.recorder.max_notification_id() or 0
     graph = Neo4jGraph(driver)
