@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import filecmp
+import os
 import shutil
 import subprocess
 import sys
@@ -56,9 +57,25 @@ def test_the_code_is_mypy_strict_clean() -> None:
     pkgs.append("bench")
     pkgs.append("tests/support/doubles.py")  # the ports' test doubles: a missing method fails
     out = subprocess.run(
-        [_tool("mypy"), *pkgs], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [_tool("mypy"), *pkgs],
+        cwd=ROOT,
+        env={**os.environ, "MYPY_CACHE_DIR": _mypy_cache()},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stdout[-4000:]
+
+
+def _mypy_cache() -> str:
+    """mypy's cache for every checkout on this machine (``MYPY_CACHE_DIR`` if set, else
+    ``${XDG_CACHE_HOME:-~/.cache}/fleet/mypy``, beside the Neo4j jars). A fresh clone's check
+    takes ~35 s of two cores without it and ~2 s with it; mypy re-checks what a file's hash
+    says has changed, whichever clone or virtualenv wrote the cache."""
+    if os.environ.get("MYPY_CACHE_DIR", "").strip():
+        return os.environ["MYPY_CACHE_DIR"]
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return str(Path(cache) / "fleet" / "mypy")
 
 
 def test_ruff_is_clean() -> None:
