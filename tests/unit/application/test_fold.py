@@ -4,11 +4,11 @@ per-event runtime-Protocol check, and reach exactly the state the library's own 
 from __future__ import annotations
 
 import inspect
-import timeit
 from typing import Any
 
 import pytest
 from eventsourcing.application import project_aggregate
+from eventsourcing.domain import CanMutateProtocol
 
 from aggregates import Deliberation
 from application.app import FleetApplication, FleetRepository, fold
@@ -26,7 +26,7 @@ def test_a_loaded_deliberation_is_the_librarys_fold_of_its_events(name: str) -> 
     app = scenarios.popo_app()
     d_id = getattr(scenarios, name)(app).deliberation_id
     events = list(app.events.get(d_id))
-    loaded = app.repository.get(d_id)
+    loaded: Deliberation = app.repository.get(d_id)
     assert _state(loaded) == _state(project_aggregate(None, events))
     assert _state(fold(None, events)) == _state(loaded)
     for version in range(1, len(events) + 1):  # every earlier version too
@@ -51,13 +51,26 @@ def test_a_deliberation_loaded_from_a_snapshot_is_the_same(monkeypatch: pytest.M
     assert _state(app.repository.get(d_id)) == _state(project_aggregate(None, events))
 
 
-def test_fold_is_cheaper_than_the_librarys_fold() -> None:
-    # Measured: 16 events, 397 µs with the library's per-event Protocol check, 99 µs without.
+def test_fold_skips_the_librarys_per_event_protocol_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # That check is what fold saves: measured on 16 events, 397 µs with it, 99 µs without. The
+    # test counts the checks rather than timing them; a timed ratio failed on a busy machine.
+    checks: list[object] = []
+    meta = type(CanMutateProtocol)
+    original = meta.__instancecheck__
+
+    def counting(cls: Any, instance: object) -> bool:
+        if cls is CanMutateProtocol:
+            checks.append(instance)
+        return original(cls, instance)
+
+    monkeypatch.setattr(meta, "__instancecheck__", counting)
     app = scenarios.popo_app()
     events = list(app.events.get(scenarios.debated(app).deliberation_id))
-    library = min(timeit.repeat(lambda: project_aggregate(None, events), number=50, repeat=5))
-    ours = min(timeit.repeat(lambda: fold(None, events), number=50, repeat=5))
-    assert ours < library / 2, (ours, library)
+    project_aggregate(None, events)
+    assert len(checks) == len(events) > 1  # the count sees the library's check
+    checks.clear()
+    assert fold(None, events) is not None
+    assert checks == []
 
 
 def test_the_librarys_cache_setting_still_applies() -> None:
