@@ -305,8 +305,8 @@ class Neo4jServer(ServerProcess):
         super().spawn()
 
     def _logged_in(self) -> bool:
-        """True once this run printed its ready line (an open Bolt port comes earlier, before
-        the password is set, when a login would still fail)."""
+        """True once this run printed its ready line (an open Bolt port comes seconds earlier,
+        before the databases answer and before another user than ``neo4j`` exists)."""
         with self.log_path.open("rb") as f:
             f.seek(self._log_offset)
             return READY_LINE in f.read()

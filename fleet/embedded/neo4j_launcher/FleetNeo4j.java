@@ -1,6 +1,8 @@
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import org.neo4j.configuration.Config;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
@@ -10,6 +12,15 @@ import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.io.ByteUnit;
+import org.neo4j.io.fs.DefaultFileSystemAbstraction;
+import org.neo4j.kernel.impl.security.User;
+import org.neo4j.logging.NullLogProvider;
+import org.neo4j.memory.EmptyMemoryTracker;
+import org.neo4j.server.security.SecureHasher;
+import org.neo4j.server.security.SystemGraphCredential;
+import org.neo4j.server.security.auth.CommunitySecurityModule;
+import org.neo4j.server.security.auth.FileUserRepository;
+import org.neo4j.string.UTF8;
 
 /**
  * Fleet's private Neo4j: Community Edition embedded in a small JVM, reachable over Bolt only.
@@ -22,6 +33,14 @@ import org.neo4j.io.ByteUnit;
  * they never appear in a process listing or in this program's output. SIGTERM runs the shutdown
  * hook, which stops the databases cleanly (a checkpoint, then the store files are closed); a
  * SIGKILL leaves a store that recovers from its transaction log on the next start.
+ *
+ * <p>Bolt accepts logins seconds before the databases have started (7 s measured on two cores).
+ * On a first start the built-in user {@code neo4j} would have Neo4j's well-known password
+ * {@code neo4j} then, so anyone on the machine could log in and change it, and the configured
+ * password would be refused. So before the first start this writes the initial user file, as
+ * {@code neo4j-admin dbms set-initial-password} does: the user {@code neo4j} exists with the
+ * configured password from the start. Another configured user is created once the system
+ * database answers; until then its logins fail, which the READY line waits out.
  */
 public final class FleetNeo4j {
   private FleetNeo4j() {}
@@ -41,6 +60,7 @@ public final class FleetNeo4j {
       System.err.println("FLEET_NEO4J_PASSWORD must be set, 8 characters or more");
       System.exit(2);
     }
+    Path initialUsers = setInitialPassword(home, password);
     DatabaseManagementService dbms =
         new DatabaseManagementServiceBuilder(home)
             .setConfig(BoltConnector.enabled, true)
@@ -65,9 +85,37 @@ public final class FleetNeo4j {
         "CREATE USER $u IF NOT EXISTS SET PASSWORD $p CHANGE NOT REQUIRED",
         Map.of("u", user, "p", password));
     setPassword(system, user, password);
+    if (initialUsers != null) {
+      Files.deleteIfExists(initialUsers); // read when the system database was made; a hash
+    }
     System.out.println("FLEET-NEO4J READY bolt://127.0.0.1:" + port);
     System.out.flush();
     Thread.currentThread().join();
+  }
+
+  /**
+   * Before a first start (no system database yet), give the built-in user the configured
+   * password instead of Neo4j's default, through the initial user file the system database
+   * reads once, when it is created. Returns that file (null when there was no first start).
+   */
+  private static Path setInitialPassword(Path home, String password) throws Exception {
+    Config config = Config.newBuilder().set(GraphDatabaseSettings.neo4j_home, home).build();
+    Path system = config.get(GraphDatabaseSettings.data_directory).resolve("databases/system");
+    if (Files.exists(system)) {
+      return null;
+    }
+    Path file = CommunitySecurityModule.getInitialUserRepositoryFile(config);
+    try (DefaultFileSystemAbstraction fs = new DefaultFileSystemAbstraction()) {
+      fs.deleteFile(file); // an earlier first start's, killed before its databases began
+      FileUserRepository users =
+          new FileUserRepository(fs, file, NullLogProvider.getInstance(), EmptyMemoryTracker.INSTANCE);
+      users.start();
+      SystemGraphCredential credential =
+          SystemGraphCredential.createCredentialForPassword(UTF8.encode(password), new SecureHasher());
+      users.create(new User("neo4j", null, credential, false, false));
+      users.shutdown();
+    }
+    return file;
   }
 
   /** Set the password (a restart may bring a new one); the same one again is no change. */
