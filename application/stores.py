@@ -36,7 +36,7 @@ from eventsourcing.persistence import IntegrityError
 
 from aggregates import Deliberation, Plan
 from aggregates.story import Story
-from application.app import FleetApplication
+from application.app import FleetApplication, fold
 from application.errors import (
     DeliberationNotFoundError,
     NotFoundError,
@@ -157,8 +157,12 @@ class ApplicationDeliberationStore:
             if isinstance(result, Exception):
                 agg.pending_events[:0] = events  # as a failed app.save leaves them: unsaved
                 raise result
-            # A copy: the caller keeps (and may change) the object it handed in.
-            self._cache.keep(agg.id, copy.deepcopy(agg))
+            # A copy, since the caller keeps (and may change) the object it handed in: the fold
+            # of the events just stored, as a read would load it (10 µs for a new deliberation,
+            # against 122 µs for a deep copy: once per submit).
+            stored = fold(None, events)
+            if stored is not None:
+                self._cache.keep(agg.id, stored)
             return True
 
     async def update(self, deliberation_id: UUID, change: Callable[[Deliberation], T]) -> T:

@@ -231,6 +231,18 @@ async def check_a_created_aggregate_is_updated_without_a_replay(app: FleetApplic
     assert not created
 
 
+async def check_the_created_copy_is_the_stored_state(app: FleetApplication) -> None:
+    """The store caches what it stored, not the caller's object, which the caller may change."""
+    store = ApplicationDeliberationStore(app)
+    mine = new_deliberation()
+    d, created = await store.create(mine)
+    assert created and d is mine
+    mine.start()  # the caller's object, changed after the save and never saved
+    kept = await store.last_known(mine.id)
+    assert kept is not mine and kept.version == 1 and not kept.pending_events
+    assert vars(kept) == vars(app.repository.get(mine.id))
+
+
 async def check_get_is_never_stale_after_another_writer(
     app: FleetApplication, other: FleetApplication
 ) -> None:

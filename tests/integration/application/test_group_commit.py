@@ -62,6 +62,10 @@ async def test_a_created_aggregate_is_updated_without_a_replay(app: FleetApplica
     await contract.check_a_created_aggregate_is_updated_without_a_replay(app)
 
 
+async def test_the_created_copy_is_the_stored_state(app: FleetApplication) -> None:
+    await contract.check_the_created_copy_is_the_stored_state(app)
+
+
 async def test_get_is_never_stale_after_another_application(
     app: FleetApplication, other: FleetApplication
 ) -> None:

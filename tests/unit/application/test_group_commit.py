@@ -52,6 +52,10 @@ async def test_a_created_aggregate_is_updated_without_a_replay() -> None:
     await contract.check_a_created_aggregate_is_updated_without_a_replay(popo())
 
 
+async def test_the_created_copy_is_the_stored_state() -> None:
+    await contract.check_the_created_copy_is_the_stored_state(popo())
+
+
 async def test_get_is_never_stale_after_another_writer() -> None:
     app = popo()
     await contract.check_get_is_never_stale_after_another_writer(app, app)
