@@ -85,9 +85,9 @@ public final class FleetNeo4j {
         "CREATE USER $u IF NOT EXISTS SET PASSWORD $p CHANGE NOT REQUIRED",
         Map.of("u", user, "p", password));
     setPassword(system, user, password);
-    if (initialUsers != null) {
-      Files.deleteIfExists(initialUsers); // read when the system database was made; a hash
-    }
+    // Read when the system database was made; a hash of the password. Also a killed first
+    // start's, which a later start did not write.
+    Files.deleteIfExists(initialUsers);
     System.out.println("FLEET-NEO4J READY bolt://127.0.0.1:" + port);
     System.out.flush();
     Thread.currentThread().join();
@@ -96,15 +96,15 @@ public final class FleetNeo4j {
   /**
    * Before a first start (no system database yet), give the built-in user the configured
    * password instead of Neo4j's default, through the initial user file the system database
-   * reads once, when it is created. Returns that file (null when there was no first start).
+   * reads once, when it is created. Returns that file's path, written or not.
    */
   private static Path setInitialPassword(Path home, String password) throws Exception {
     Config config = Config.newBuilder().set(GraphDatabaseSettings.neo4j_home, home).build();
     Path system = config.get(GraphDatabaseSettings.data_directory).resolve("databases/system");
-    if (Files.exists(system)) {
-      return null;
-    }
     Path file = CommunitySecurityModule.getInitialUserRepositoryFile(config);
+    if (Files.exists(system)) {
+      return file;
+    }
     try (DefaultFileSystemAbstraction fs = new DefaultFileSystemAbstraction()) {
       fs.deleteFile(file); // an earlier first start's, killed before its databases began
       FileUserRepository users =

@@ -88,8 +88,12 @@ def _first_start_and_restarts(server: Neo4jServer) -> None:
     uri, data = server.uri, server.data_dir
     server.kill()  # SIGKILL: no checkpoint, the store recovers from its transaction log
     assert not server.running()
+    # What a first start killed before READY leaves (the initial user file: a password hash).
+    leftover = data / "data" / "dbms" / "auth.ini"
+    leftover.write_text("neo4j:SHA-256,00,00,1024:\n")
     server.start(timeout=START_TIMEOUT_S)
     assert (server.uri, server.data_dir) == (uri, data)
+    assert not leftover.exists(), "a later start leaves the initial user file"
     with GraphDatabase.driver(server.uri, auth=server.auth) as driver:
         graph = Neo4jGraph(driver)
         assert graph.position("graph") == run.position
