@@ -43,6 +43,7 @@ __all__ = [
     "Neo4jServer",
     "Neo4jSetupError",
     "default_neo4j_home",
+    "fleet_cache_dir",
     "generate_password",
     "java_binary",
     "neo4j_jars",
@@ -97,14 +98,20 @@ class Neo4jSetupError(ServerProcessError):
     """What the private Neo4j needs is not installed; the message names the command to run."""
 
 
+def fleet_cache_dir() -> Path:
+    """``${XDG_CACHE_HOME:-~/.cache}/fleet``: what set-up builds once per machine and every
+    checkout shares (the Neo4j jars; the tests' mypy cache)."""
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(cache) / "fleet"
+
+
 def default_neo4j_home() -> Path:
     """Where ``scripts/neo4j-jars.sh`` puts the jars: ``$FLEET_NEO4J_HOME``, else
-    ``${XDG_CACHE_HOME:-~/.cache}/fleet/neo4j-<version>`` (the script reads the same names)."""
+    ``fleet_cache_dir() / neo4j-<version>`` (the script reads the same names)."""
     explicit = os.environ.get("FLEET_NEO4J_HOME", "").strip()
     if explicit:
         return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(cache) / "fleet" / f"neo4j-{NEO4J_VERSION}"
+    return fleet_cache_dir() / f"neo4j-{NEO4J_VERSION}"
 
 
 @dataclass(frozen=True)

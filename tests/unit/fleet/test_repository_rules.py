@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.embedded.neo4j import fleet_cache_dir
 from fleet.protogen import generate
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,8 +75,7 @@ def _mypy_cache() -> str:
     says has changed, whichever clone or virtualenv wrote the cache."""
     if os.environ.get("MYPY_CACHE_DIR", "").strip():
         return os.environ["MYPY_CACHE_DIR"]
-    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return str(Path(cache) / "fleet" / "mypy")
+    return str(fleet_cache_dir() / "mypy")
 
 
 def test_ruff_is_clean() -> None:
