@@ -29,25 +29,30 @@ pytestmark = pytest.mark.timeout(3 * START_TIMEOUT_S + 120)
 def _logins_while_starting(server: Neo4jServer) -> Counter[tuple[str, str]]:
     """Spawn ``server`` and log in over and over, from when its port opens until it is ready,
     with its password and with Neo4j's default one: (which, outcome) counts."""
-    logging.getLogger("neo4j").setLevel(logging.CRITICAL)  # the driver's retries, as expected
+    driver_log = logging.getLogger("neo4j")
+    level = driver_log.level
+    driver_log.setLevel(logging.CRITICAL)  # the driver's failed logins, expected here
     seen: Counter[tuple[str, str]] = Counter()
     server.spawn()
     server_ready = False
-    while not server_ready:
-        server_ready = server.is_ready()  # then one more round: the port was open all along
-        if not port_open(server.host, server.port):
+    try:
+        while not server_ready:
             assert server.running(), server.log_tail()
-            time.sleep(0.02)  # a poll of the port while the JVM starts
-            continue
-        for which, auth in (("configured", server.auth), ("default", ("neo4j", "neo4j"))):
-            try:
-                with GraphDatabase.driver(server.uri, auth=auth, connection_timeout=2) as d:
-                    d.verify_connectivity()
-                seen[which, "logged in"] += 1
-            except AuthError:
-                seen[which, "refused"] += 1
-            except ServiceUnavailable:
-                seen[which, "unavailable"] += 1
+            server_ready = server.is_ready()  # then one more round: the port was open all along
+            if not port_open(server.host, server.port):
+                time.sleep(0.02)  # a poll of the port while the JVM starts
+                continue
+            for which, auth in (("configured", server.auth), ("default", ("neo4j", "neo4j"))):
+                try:
+                    with GraphDatabase.driver(server.uri, auth=auth, connection_timeout=2) as d:
+                        d.verify_connectivity()
+                    seen[which, "logged in"] += 1
+                except AuthError:
+                    seen[which, "refused"] += 1
+                except ServiceUnavailable:
+                    seen[which, "unavailable"] += 1
+    finally:
+        driver_log.setLevel(level)
     return seen
 
 
