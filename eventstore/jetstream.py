@@ -536,18 +536,23 @@ class _AsyncRows:
         self._last = after  # the last row queued (or skipped as unwanted)
         self._paused = False
         self._crossed = False  # the consumer runs on the loop thread
-        self._unsubscribe: Callable[[], Coroutine[object, object, None]] | None = None
+        # The consumer, from when it starts being made: the server pushes rows before the
+        # reply ``subscribe`` returns on, so a pause can come while it is being made.
+        self._consumer: asyncio.Task[_Stop] | None = None
         self._halting: asyncio.Task[None] | None = None
         self._failure: Exception | None = None
 
     async def start(self) -> None:
         log = await self._c.loop_log()
         self._crossed = log is None
-        self._unsubscribe = await self._consume(log, self._last + 1)
+        await self._begin(log)
 
-    async def _consume(
-        self, log: JetStreamLog | None, first: int
-    ) -> Callable[[], Coroutine[object, object, None]]:
+    async def _begin(self, log: JetStreamLog | None) -> None:
+        made = self._loop.create_task(self._consume(log, self._last + 1))
+        self._consumer = made
+        await made
+
+    async def _consume(self, log: JetStreamLog | None, first: int) -> _Stop:
         if log is None:  # no own connections: the loop thread consumes and hands rows over
 
             def handed_over(row: Row) -> None:  # on the loop thread
@@ -578,7 +583,8 @@ class _AsyncRows:
             self._halting = self._loop.create_task(self._halt())
 
     async def _halt(self, *, closing: bool = False) -> None:
-        stop, self._unsubscribe = self._unsubscribe, None
+        made, self._consumer = self._consumer, None
+        stop = await _made(made)
         if stop is None:
             return
         if self._crossed and closing:  # made on the loop thread: stopped there, not waited for
@@ -603,8 +609,7 @@ class _AsyncRows:
             self._halting = None
         self._paused = False
         try:
-            log = None if self._crossed else await self._c.loop_log()
-            self._unsubscribe = await self._consume(log, self._last + 1)
+            await self._begin(None if self._crossed else await self._c.loop_log())
         except Exception as e:  # the reader raises it, after what it holds
             self._failure = e
 
@@ -613,6 +618,22 @@ class _AsyncRows:
             with contextlib.suppress(Exception):
                 await self._halting
         await self._halt(closing=True)
+
+
+_Stop = Callable[[], Coroutine[object, object, None]]
+"""A consumer's unsubscribe."""
+
+
+async def _made(consumer: asyncio.Task[_Stop] | None) -> _Stop | None:
+    """The unsubscribe of ``consumer`` once it is made, None if it never was: a consumer asked
+    to stop while it is being made already delivers, so it is stopped once made, not left
+    running beside the next one (which it would overtake: rows lost)."""
+    if consumer is None:
+        return None
+    await asyncio.wait({consumer})
+    if consumer.cancelled() or consumer.exception() is not None:
+        return None
+    return consumer.result()
 
 
 def _unwanted(row: Row, wanted: frozenset[str]) -> bool:
@@ -651,12 +672,21 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
         self._last_queued = gt or 0  # on the loop thread
         self._paused = False  # on the loop thread: rows arriving now are dropped, read again
         self._resume_asked = threading.Event()  # the reader asked for a new consumer
+        self._pausing = False  # on the loop thread: the consumer is being stopped
         c = recorder.connection
         self._connection = c
         self._subject = recorder.events_subject
-        self._unsubscribe: Callable[[], Coroutine[object, object, None]] | None = c.call(
-            c.log.consume(self._subject, (gt or 0) + 1, self._on_msg), "subscribe"
+        # On the loop thread, from when it starts being made (``_AsyncRows._consumer``).
+        self._consumer: asyncio.Task[_Stop] | None = None
+        c.call(self._begin(), "subscribe")
+
+    async def _begin(self) -> None:  # on the loop thread
+        c = self._connection
+        made = asyncio.ensure_future(
+            c.log.consume(self._subject, self._last_queued + 1, self._on_msg)
         )
+        self._consumer = made
+        await made
 
     def _on_msg(self, row: Row) -> None:  # on the loop thread
         if self._paused or row.seq <= self._last_queued:
@@ -667,11 +697,15 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
             self._queue.put(row)
             if self._queue.qsize() >= self._read_ahead and not self._has_been_stopped:
                 self._paused = True
+                self._pausing = True
                 self._connection.loop.loop.create_task(self._pause())
 
     async def _pause(self) -> None:  # on the loop thread
-        with contextlib.suppress(Exception):  # gone with its connection: nothing to stop
-            await self._stop_consumer()
+        try:
+            with contextlib.suppress(Exception):  # gone with its connection: nothing to stop
+                await self._stop_consumer()
+        finally:
+            self._pausing = False  # a resume asked for meanwhile was left to the check below
         if self._has_been_stopped:
             return
         if self._queue.qsize() < self._read_ahead // 2:  # taken meanwhile: no one will ask
@@ -679,14 +713,17 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
 
     async def _resume(self) -> None:  # on the loop thread
         self._resume_asked.clear()
-        if not self._paused or self._unsubscribe is not None or self._has_been_stopped:
+        if (
+            not self._paused
+            or self._pausing  # the old consumer may still deliver: _pause resumes after it
+            or self._consumer is not None
+            or self._has_been_stopped
+        ):
             return
         self._paused = False
         c = self._connection
         try:
-            self._unsubscribe = await c.log.consume(
-                self._subject, self._last_queued + 1, self._on_msg
-            )
+            await self._begin()
         except Exception as e:  # the reader raises it, after what it holds
             self._failure = translate(e, url=c.settings.url, where="subscribe (resume)")
             self._queue.put(None)
@@ -711,7 +748,8 @@ class JetStreamSubscription(Subscription[JetStreamApplicationRecorder]):
         self._connection.loop.submit(self._stop_consumer())
 
     async def _stop_consumer(self) -> None:  # on the loop thread
-        stop, self._unsubscribe = self._unsubscribe, None
+        made, self._consumer = self._consumer, None
+        stop = await _made(made)
         if stop is not None:
             await stop()
 

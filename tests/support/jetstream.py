@@ -1,8 +1,17 @@
-"""Writing to a JetStream stream behind the event store's back, for tests of what it reads."""
+"""Writing to a JetStream stream behind the event store's back, and slowing its consumers'
+starts, for tests of what it reads."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+
 import nats
+import pytest
+
+from eventstore._records import Row
+from eventstore._stream import JetStreamLog
 
 
 async def append_garbage(nats_url: str, subject: str, data: bytes = b"\xff not an event") -> int:
@@ -13,3 +22,34 @@ async def append_garbage(nats_url: str, subject: str, data: bytes = b"\xff not a
         return int(ack.seq)
     finally:
         await nc.close()
+
+
+@dataclass
+class LateConsumers:
+    """Every consumer the store makes, each returned 0.3 s after the server made it (a slow
+    reply to ``subscribe``): rows flow meanwhile, as they do before the reply in any case."""
+
+    starts: list[int] = field(default_factory=list)  # the sequence each was made at
+    running: set[int] = field(default_factory=set)  # made and not stopped, by their start
+
+
+def late_consumers(monkeypatch: pytest.MonkeyPatch) -> LateConsumers:
+    seen = LateConsumers()
+    real = JetStreamLog.consume
+
+    async def late(
+        self: JetStreamLog, subject: str, start: int, on_msg: Callable[[Row], None]
+    ) -> Callable[[], Coroutine[object, object, None]]:
+        stop = await real(self, subject, start, on_msg)
+        seen.starts.append(start)
+        seen.running.add(start)
+        await asyncio.sleep(0.3)
+
+        async def stopped() -> None:
+            seen.running.discard(start)
+            await stop()
+
+        return stopped
+
+    monkeypatch.setattr(JetStreamLog, "consume", late)
+    return seen

@@ -30,7 +30,7 @@ from eventstore.jetstream import (
 )
 from fleet.embedded.nats import NatsServer
 from tests.support.aggregates import Counter
-from tests.support.jetstream import append_garbage
+from tests.support.jetstream import append_garbage, late_consumers
 from tests.support.waiting import eventually_sync
 
 
@@ -304,6 +304,37 @@ def test_a_subscription_reads_ahead_a_bounded_amount_and_loses_nothing_across_it
         eventually_sync(all_taken, timeout=30)
         assert taken == list(range(1, 321))
         assert subscription.take_batch(0.2, 7) is None
+
+
+def test_a_consumer_that_delivers_before_its_start_returns_is_still_stopped_at_the_bound(
+    factory: JetStreamFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server pushes rows as soon as it has made the consumer, before the reply that
+    ``subscribe`` returns on: a backlog can cross ``read_ahead`` while the consumer is still
+    being made. That consumer is stopped once made, and the reader still gets every event
+    once and in order."""
+    recorder = factory.application_recorder()
+    assert isinstance(recorder, JetStreamApplicationRecorder)
+    ids = [uuid.uuid4() for _ in range(20)]
+    for v in range(1, 16):  # 300 events
+        recorder.insert_events([_event(a, v) for a in ids])
+    consumers = late_consumers(monkeypatch)
+    with JetStreamSubscription(recorder, gt=0, read_ahead=40) as subscription:
+        taken: list[int] = []
+
+        def all_taken() -> bool:
+            before = len(taken)
+            got = subscription.take_batch(0.5, 7)
+            taken.extend(n.id for n in (got or ([], False))[0])
+            assert subscription._queue.qsize() < 40 + 20
+            assert len(consumers.running) <= 1, consumers.running  # never two consumers at once
+            if before < 100 <= len(taken):  # a consumer left running would deliver these first
+                recorder.insert_events([_event(a, 16) for a in ids])
+            return len(taken) >= 320
+
+        eventually_sync(all_taken, timeout=30)
+        assert taken == list(range(1, 321))
+        assert len(consumers.starts) > 2  # it did pause and resume, more than once
 
 
 def test_a_bad_message_in_a_batch_comes_after_the_good_ones_before_it(

@@ -18,6 +18,7 @@ from eventsourcing.persistence import DataError, IntegrityError, Notification, S
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from fleet.embedded.nats import NatsServer
 from tests.integration.eventstore.test_insert_each import _versions
+from tests.support.jetstream import late_consumers
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -247,16 +248,14 @@ def test_a_cancellation_swallowed_while_subscribing_still_ends_the_reader(
 
         async def swallowing(*args: Any, **kwargs: Any) -> Any:
             stop = await real(*args, **kwargs)
-            me = asyncio.current_task()
-            assert me is not None
-            me.cancel()
+            reader.cancel()  # reaches this call through the reader's await, as a stop does
             with contextlib.suppress(asyncio.CancelledError):  # swallowed, as wait_for can
                 await asyncio.sleep(1)
             return stop
 
         log.consume = swallowing  # type: ignore[method-assign]
         notes = recorder.subscribe_async(gt=0)
-        reader = asyncio.ensure_future(anext(notes))
+        reader: asyncio.Future[Notification] = asyncio.ensure_future(anext(notes))
         await asyncio.wait({reader}, timeout=5)
         log.consume = real  # type: ignore[method-assign]
         return reader.done() and reader.cancelled()  # not still waiting for events
@@ -308,3 +307,40 @@ def test_an_async_subscription_reads_ahead_a_bounded_amount_and_loses_nothing(
     assert 40 - 1 <= settled_at < 40 + 20  # the bound (less the first, taken), not 300
     assert peak < 40 + 20
     assert taken == list(range(1, 321))
+
+
+@pytest.mark.parametrize("own", ["yes", "no"], ids=["own-connection", "loop-thread"])
+def test_a_consumer_that_delivers_before_its_start_returns_is_still_stopped_at_the_bound(
+    nats_url: str, nats_stream: str, own: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server pushes rows as soon as it has made the consumer, before the reply that
+    ``subscribe`` returns on: a backlog can cross ``read_ahead`` while the consumer is still
+    being made. That consumer is stopped once made, not left running beside the next one
+    (whose rows it then overtook: events were lost and the reader waited forever)."""
+    factory = JetStreamFactory(
+        {"NATS_URL": nats_url, "NATS_STREAM": nats_stream, "NATS_OWN_CONNECTIONS": own}
+    )
+    recorder = _recorder(factory)
+    ids = [uuid.uuid4() for _ in range(20)]
+    for v in range(1, 16):  # 300 events
+        recorder.insert_events([_event(a, v) for a in ids])
+    consumers = late_consumers(monkeypatch)
+
+    async def main() -> list[int]:
+        notes = recorder.subscribe_async(gt=0, read_ahead=40)
+        taken: list[int] = []
+        async with asyncio.timeout(30):
+            while len(taken) < 320:
+                taken.append((await anext(notes)).id)
+                assert len(consumers.running) <= 1, consumers.running  # never two consumers at once
+                if len(taken) == 100:  # a consumer left running would deliver these first
+                    await recorder.insert_events_each_async([[_event(a, 16) for a in ids]])
+        await notes.aclose()
+        return taken
+
+    try:
+        taken = asyncio.run(main())
+    finally:
+        factory.close()
+    assert taken == list(range(1, 321))
+    assert len(consumers.starts) > 2  # it did pause and resume, more than once
