@@ -1,7 +1,10 @@
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import org.neo4j.configuration.Config;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
@@ -40,7 +43,14 @@ import org.neo4j.string.UTF8;
  * password would be refused. So before the first start this writes the initial user file, as
  * {@code neo4j-admin dbms set-initial-password} does: the user {@code neo4j} exists with the
  * configured password from the start. Another configured user is created once the system
- * database answers; until then its logins fail, which the READY line waits out.
+ * database answers; until then its logins fail, which the READY line waits out. The built-in
+ * user keeps the configured password too, whichever user is configured.
+ *
+ * <p>A later start with another password has the same window the other way: the old password
+ * would log in until the databases answer. So a start whose password is not the one the server
+ * last took (kept as Neo4j's own salted hash in {@code data/dbms/fleet-password}, mode 0600)
+ * first sets it with Bolt closed, stops, and only then opens Bolt: one start more, only when
+ * the password changes (or no record says which it was).
  */
 public final class FleetNeo4j {
   private FleetNeo4j() {}
@@ -60,10 +70,45 @@ public final class FleetNeo4j {
       System.err.println("FLEET_NEO4J_PASSWORD must be set, 8 characters or more");
       System.exit(2);
     }
-    Path initialUsers = setInitialPassword(home, password);
-    DatabaseManagementService dbms =
-        new DatabaseManagementServiceBuilder(home)
-            .setConfig(BoltConnector.enabled, true)
+    Config config = Config.newBuilder().set(GraphDatabaseSettings.neo4j_home, home).build();
+    Path data = config.get(GraphDatabaseSettings.data_directory);
+    Path initialUsers = CommunitySecurityModule.getInitialUserRepositoryFile(config);
+    Path taken = data.resolve("dbms").resolve("fleet-password");
+    AtomicReference<DatabaseManagementService> running = new AtomicReference<>();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  DatabaseManagementService it = running.get();
+                  if (it != null) {
+                    it.shutdown();
+                  }
+                },
+                "fleet-neo4j-shutdown"));
+    if (!Files.exists(data.resolve("databases").resolve("system"))) {
+      setInitialPassword(initialUsers, password);
+    } else if (!takes(taken, password)) {
+      // A new password: set with Bolt closed, so that the old one never logs in.
+      running.set(builder(home, port, pagecacheMib, false).build());
+      setUsers(running.get().database("system"), user, password);
+      running.getAndSet(null).shutdown();
+    }
+    running.set(builder(home, port, pagecacheMib, true).build());
+    GraphDatabaseService system = running.get().database("system");
+    setUsers(system, user, password);
+    record(taken, password);
+    // Read when the system database was made; a hash of the password. Also a killed first
+    // start's, which a later start did not write.
+    Files.deleteIfExists(initialUsers);
+    System.out.println("FLEET-NEO4J READY bolt://127.0.0.1:" + port);
+    System.out.flush();
+    Thread.currentThread().join();
+  }
+
+  private static DatabaseManagementServiceBuilder builder(
+      Path home, int port, long pagecacheMib, boolean bolt) {
+    return new DatabaseManagementServiceBuilder(home)
+            .setConfig(BoltConnector.enabled, bolt)
             .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
             .setConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", port))
             .setConfig(HttpConnector.enabled, false)
@@ -77,34 +122,15 @@ public final class FleetNeo4j {
             // driver before it stops the server, so a stop need not wait for anyone (the
             // store files are checkpointed and closed before Bolt stops).
             .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofMillis(500))
-            .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ofMillis(500))
-            .build();
-    Runtime.getRuntime().addShutdownHook(new Thread(dbms::shutdown, "fleet-neo4j-shutdown"));
-    GraphDatabaseService system = dbms.database("system");
-    system.executeTransactionally(
-        "CREATE USER $u IF NOT EXISTS SET PASSWORD $p CHANGE NOT REQUIRED",
-        Map.of("u", user, "p", password));
-    setPassword(system, user, password);
-    // Read when the system database was made; a hash of the password. Also a killed first
-    // start's, which a later start did not write.
-    Files.deleteIfExists(initialUsers);
-    System.out.println("FLEET-NEO4J READY bolt://127.0.0.1:" + port);
-    System.out.flush();
-    Thread.currentThread().join();
+            .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ofMillis(500));
   }
 
   /**
    * Before a first start (no system database yet), give the built-in user the configured
    * password instead of Neo4j's default, through the initial user file the system database
-   * reads once, when it is created. Returns that file's path, written or not.
+   * reads once, when it is created.
    */
-  private static Path setInitialPassword(Path home, String password) throws Exception {
-    Config config = Config.newBuilder().set(GraphDatabaseSettings.neo4j_home, home).build();
-    Path system = config.get(GraphDatabaseSettings.data_directory).resolve("databases/system");
-    Path file = CommunitySecurityModule.getInitialUserRepositoryFile(config);
-    if (Files.exists(system)) {
-      return file;
-    }
+  private static void setInitialPassword(Path file, String password) throws Exception {
     try (DefaultFileSystemAbstraction fs = new DefaultFileSystemAbstraction()) {
       fs.deleteFile(file); // an earlier first start's, killed before its databases began
       FileUserRepository users =
@@ -115,10 +141,56 @@ public final class FleetNeo4j {
       users.create(new User("neo4j", null, credential, false, false));
       users.shutdown();
     }
-    return file;
   }
 
-  /** Set the password (a restart may bring a new one); the same one again is no change. */
+  /** Whether {@code password} is the one the server last took, as {@code record} kept it. */
+  private static boolean takes(Path taken, String password) throws Exception {
+    if (!Files.exists(taken)) {
+      return false;
+    }
+    try {
+      return SystemGraphCredential.deserialize(Files.readString(taken).strip(), new SecureHasher())
+          .matchesPassword(UTF8.encode(password));
+    } catch (Exception e) { // unreadable: as if there were no record
+      return false;
+    }
+  }
+
+  /** Keep Neo4j's salted hash of the password the server has taken, readable by its owner. */
+  private static void record(Path taken, String password) throws Exception {
+    String credential =
+        SystemGraphCredential.createCredentialForPassword(UTF8.encode(password), new SecureHasher())
+            .serialize();
+    Path next = taken.resolveSibling(taken.getFileName() + ".next");
+    Files.deleteIfExists(next);
+    Files.createFile(next, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+    Files.writeString(next, credential + "\n");
+    Files.move(next, taken, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /**
+   * The configured user exists and has the configured password (a restart may bring a new one),
+   * and so does the built-in user {@code neo4j}, which a first start gave the password: left
+   * alone, it would keep an old one for good.
+   */
+  private static void setUsers(GraphDatabaseService system, String user, String password) {
+    system.executeTransactionally(
+        "CREATE USER $u IF NOT EXISTS SET PASSWORD $p CHANGE NOT REQUIRED",
+        Map.of("u", user, "p", password));
+    setPassword(system, user, password);
+    if (!user.equals("neo4j")) {
+      boolean builtIn =
+          system.executeTransactionally(
+              "SHOW USERS YIELD user WHERE user = 'neo4j' RETURN count(*) AS n",
+              Map.of(),
+              r -> ((Number) r.next().get("n")).longValue() > 0);
+      if (builtIn) {
+        setPassword(system, "neo4j", password);
+      }
+    }
+  }
+
+  /** Set the password; the same one again is no change. */
   private static void setPassword(GraphDatabaseService system, String user, String password) {
     try {
       system.executeTransactionally(

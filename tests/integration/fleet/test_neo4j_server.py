@@ -1,7 +1,8 @@
 """The private Neo4j (``fleet.embedded.neo4j``) as a fault test uses it: SIGKILLed mid-life and
 started again on the same port and data, the graph and its position come back; a new password
 takes effect on a restart; the server's own files are where it was told. And while it first
-starts, no login with Neo4j's default password works and the configured one is never refused."""
+starts, no login with Neo4j's default password works and the configured one is never refused;
+while it restarts with a new password, the old one never logs in, for either user."""
 
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ from tests.unit.projectors import scenarios
 pytestmark = pytest.mark.timeout(3 * START_TIMEOUT_S + 120)
 
 
-def _logins_while_starting(server: Neo4jServer) -> Counter[tuple[str, str]]:
+DEFAULT = ("neo4j", "neo4j")  # Neo4j's well-known initial login
+
+
+def _logins_while_starting(
+    server: Neo4jServer, tries: dict[str, tuple[str, str]]
+) -> Counter[tuple[str, str]]:
     """Spawn ``server`` and log in over and over, from when its port opens until it is ready,
-    with its password and with Neo4j's default one: (which, outcome) counts."""
+    with each of ``tries``: (which, outcome) counts."""
     driver_log = logging.getLogger("neo4j")
     level = driver_log.level
     driver_log.setLevel(logging.CRITICAL)  # the driver's failed logins, expected here
@@ -42,7 +48,7 @@ def _logins_while_starting(server: Neo4jServer) -> Counter[tuple[str, str]]:
             if not port_open(server.host, server.port):
                 time.sleep(0.02)  # a poll of the port while the JVM starts
                 continue
-            for which, auth in (("configured", server.auth), ("default", ("neo4j", "neo4j"))):
+            for which, auth in tries.items():
                 try:
                     with GraphDatabase.driver(server.uri, auth=auth, connection_timeout=2) as d:
                         d.verify_connectivity()
@@ -73,7 +79,7 @@ def _first_start_and_restarts(server: Neo4jServer) -> None:
     # Bolt opens seconds before the databases answer. Before the launcher wrote the initial
     # user file, the built-in user had the password "neo4j" then (anyone could log in and change
     # it) and the configured password was refused, for 7 s of a 17 s start on two cores.
-    seen = _logins_while_starting(server)
+    seen = _logins_while_starting(server, {"configured": server.auth, "default": DEFAULT})
     server.wait_ready(timeout=START_TIMEOUT_S)
     assert seen["configured", "logged in"] > 0, seen
     assert seen["configured", "refused"] == 0, seen
@@ -110,17 +116,36 @@ def _first_start_and_restarts(server: Neo4jServer) -> None:
     assert "fallback mode" not in log
     assert "Incorrect file descriptor" not in log
 
-    # What the next `fleet up` with another NEO4J_PASSWORD does: the same data, a new password.
+    # What the next `fleet up` with another NEO4J_PASSWORD (and here another NEO4J_USER) does:
+    # the same data, a new password. Bolt also opened seconds before the databases answered
+    # here, and the old password logged in until then (the built-in user's, for good, once
+    # another user was configured): the launcher now sets a new one with Bolt closed.
     old = server.auth
     server.stop()
     changed = Neo4jServer(
-        data, password=generate_password(), port=server.port, jvm_options=QUICK_START_JVM
+        data,
+        password=generate_password(),
+        user="fleet",
+        port=server.port,
+        jvm_options=QUICK_START_JVM,
     )
-    changed.start(timeout=START_TIMEOUT_S)
+    password = changed.auth[1]
     try:
+        seen = _logins_while_starting(
+            changed, {"old": old, "new": changed.auth, "built-in, new": ("neo4j", password)}
+        )
+        changed.wait_ready(timeout=START_TIMEOUT_S)
+        assert seen["old", "logged in"] == 0, seen
+        assert seen["new", "logged in"] > 0, seen  # the last round, at least
         with GraphDatabase.driver(changed.uri, auth=changed.auth) as driver:
             assert Neo4jGraph(driver).position("graph") == run.position
-        with GraphDatabase.driver(changed.uri, auth=old) as driver, pytest.raises(AuthError):
-            driver.verify_connectivity()
+        for auth in (old, ("fleet", old[1])):
+            with GraphDatabase.driver(changed.uri, auth=auth) as driver, pytest.raises(AuthError):
+                driver.verify_connectivity()
+        with GraphDatabase.driver(changed.uri, auth=("neo4j", password)) as driver:
+            driver.verify_connectivity()  # the built-in user has the configured password too
+        record = data / "data" / "dbms" / "fleet-password"
+        assert record.stat().st_mode & 0o777 == 0o600
+        assert password not in record.read_text()  # a salted hash, as the system graph holds
     finally:
         changed.stop()
