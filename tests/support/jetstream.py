@@ -34,6 +34,8 @@ class LateConsumers:
 
 
 def late_consumers(monkeypatch: pytest.MonkeyPatch) -> LateConsumers:
+    """Slow every consumer's start for the rest of the test, and count them (the window in
+    which a subscription's bound can be crossed before it knows its consumer)."""
     seen = LateConsumers()
     real = JetStreamLog.consume
 
