@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -129,8 +129,11 @@ async def test_fleet_up_stops_on_sigterm_and_resumes_every_deliberation(tmp_path
     deadline = datetime.fromisoformat(json.loads(requested.events[0].data_json)["deadline"])
     timed_out = next(e for e in history.events if e.type == "TimedOut")
     at = timed_out.timestamp_ms / 1000
+    # The history gives whole milliseconds: a timeout in the deadline's own millisecond reads
+    # as up to 1 ms before it (36.369 against 36.369039), so compare in milliseconds.
+    deadline_ms = (deadline - datetime.fromtimestamp(0, UTC)) // timedelta(milliseconds=1)
     due = max(deadline.timestamp(), ready_at)
-    assert deadline.timestamp() <= at <= due + SLACK_S, (
-        f"timed out at {at:.1f}, deadline {deadline.timestamp():.1f}, ready {ready_at:.1f}"
+    assert deadline_ms <= timed_out.timestamp_ms <= (due + SLACK_S) * 1000, (
+        f"timed out at {at:.3f}, deadline {deadline.timestamp():.6f}, ready {ready_at:.1f}"
     )
     assert [e.type for e in history.events].count("Requested") == 1
