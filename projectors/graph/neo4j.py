@@ -22,6 +22,7 @@ Thread-safety: the driver is thread-safe; each call opens its own session.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import cast
 
 from neo4j import (
@@ -111,37 +112,66 @@ def _locked(tx: ManagedTransaction, name: str) -> Stored:
 
 _INDEX = {text: i for i, text in enumerate(VOCABULARY)}
 
+_LOCK_AND_CHECK = """
+UNWIND $b.lock AS l
+MERGE (x:Projection {name: l.name})
+SET x.position = coalesce(x.position, 0)
+RETURN collect({
+  position: x.position, epoch: x.epoch, owner: x.owner, lease_until: x.lease_until,
+  ok: x.position = l.base AND (l.epoch IS NULL OR (x.epoch = l.epoch AND x.owner = l.owner))
+}) AS locked
+"""
+"""The lock, the first subquery of a batch's first layer (``$b.lock``: one row there, none in
+the layers after it): it writes the ``Projection`` node, which takes its write lock, and
+compares the stored position and fence with the ones the batch was staged against. The
+statements after it write only when they match (``go``), and the query returns what it found,
+which the caller checks again (``Stored.check``) and raises on: no round trip of its own, where
+the lock was one of three per batch before (docs/benchmarks.md)."""
+
 _MOVE_POSITION = """
-UNWIND $b.position AS p
+UNWIND CASE WHEN go THEN $b.position ELSE [] END AS p
 MATCH (x:Projection {name: p.name})
-SET x.position = p.position, x.lease_until = p.lease_until
+SET x.position = p.position, x.lease_until = coalesce(p.lease_until, x.lease_until)
 """
 """The position's move, the last subquery of a batch's last layer (the node exists: the lock
-wrote it): one round trip less per batch than a statement of its own."""
+wrote it): one round trip less per batch than a statement of its own. Without a fence the
+lease is the stored one (``lease_until`` null)."""
+
+
+def _guarded(text: str, rows: str) -> str:
+    """A statement as a subquery of the layer query: it imports ``go`` and writes its rows
+    only when the lock's check passed."""
+    return "CALL {\nWITH go\n" + text.strip().replace("$rows", rows) + "\n}"
+
 
 LAYER_QUERY = (
     "CYPHER replan=skip\n"
+    + "CALL {\n"
+    + _LOCK_AND_CHECK.strip()
+    + "\n}\n"
+    + "WITH locked, coalesce(all(s IN locked WHERE s.ok), false) AS go\n"
     + "\n".join(
-        "CALL {\n" + text.strip().replace("$rows", f"$b.s{i}") + "\n}"
+        _guarded(text, f"CASE WHEN go THEN $b.s{i} ELSE [] END")
         for i, text in enumerate(VOCABULARY)
     )
-    + "\nCALL {\n"
+    + "\nCALL {\nWITH go\n"
     + _MOVE_POSITION.strip()
-    + "\n}"
+    + "\n}\nRETURN locked"
 )
-"""One layer of a batch as one query: each statement of the vocabulary a ``CALL`` subquery
-over its rows in the map parameter ``$b`` (``$b.s<index>``; an empty list when the layer has
-none), then the position's move (``$b.position``: one row in the batch's last layer).
-Subqueries run in order and each sees what the ones before it wrote, as separate
-executions would. The rows travel inside one map so that the query's parameter types never
-change: the server keys its plan cache on them, and a list that is empty in one batch and holds
-rows in the next would be planned again, seconds each time. One layer per query, so that one
-text is planned (seconds: ``ensure_schema`` does it), and never again while the server runs
-(``replan=skip``): the server would otherwise plan it anew once the graph's statistics have
-moved, stalling the first commit after a catch-up, for the same plan, since every statement
-finds its nodes by a unique key. Figures: docs/benchmarks.md."""
+"""One layer of a batch as one query: the lock and check (in the first layer), each statement
+of the vocabulary a ``CALL`` subquery over its rows in the map parameter ``$b`` (``$b.s<index>``;
+an empty list when the layer has none), then the position's move (``$b.position``: one row in
+the batch's last layer). Subqueries run in order and each sees what the ones before it wrote,
+as separate executions would. The rows travel inside one map so that the query's parameter
+types never change: the server keys its plan cache on them, and a list that is empty in one
+batch and holds rows in the next would be planned again, seconds each time. One layer per
+query, so that one text is planned (seconds: ``ensure_schema`` does it), and never again while
+the server runs (``replan=skip``): the server would otherwise plan it anew once the graph's
+statistics have moved, stalling the first commit after a catch-up, for the same plan, since
+every statement finds its nodes by a unique key. Figures: docs/benchmarks.md."""
 _NO_ROWS: dict[str, list[CypherParams]] = {f"s{i}": [] for i in _INDEX.values()}
 _NO_ROWS["position"] = []
+_NO_ROWS["lock"] = []
 
 
 class _Rows(dict[str, list[CypherParams]]):
@@ -154,16 +184,31 @@ class _Rows(dict[str, list[CypherParams]]):
         return f"<{sum(map(len, self.values()))} rows>"
 
 
-def _run_layers(tx: ManagedTransaction, planned: Layers, position: CypherParams) -> None:
+def _run_layers(
+    tx: ManagedTransaction,
+    planned: Layers,
+    position: CypherParams,
+    guard: tuple[CypherParams, Callable[[Stored], None]] | None = None,
+) -> None:
     """Each layer as one query, the position's move in the last (alone when no event of the
-    batch writes anything)."""
+    batch writes anything). With ``guard`` (the lock's row and the check), the first takes the
+    lock, and the check is called with what it found: it raises when the batch must not be
+    written, which the query's own check then refused too."""
     layers = planned.layers or [{}]
     for k, layer in enumerate(layers, 1):
         rows = _Rows(_NO_ROWS)
         rows.update((f"s{i}", r) for i, r in layer.items())
+        if k == 1 and guard is not None:
+            rows["lock"] = [guard[0]]
         if k == len(layers):
             rows["position"] = [position]
-        tx.run(LAYER_QUERY, {"b": rows}).consume()
+        record = tx.run(LAYER_QUERY, {"b": rows}).single()
+        if k == 1 and guard is not None:
+            lock, check = guard
+            locked = record["locked"] if record is not None else []
+            check(_stored(locked[0] if locked else None))
+            if not (locked and locked[0]["ok"]):  # the check passed, the query's did not
+                raise RuntimeError(f"the graph's lock query refused {lock} ({locked})")
 
 
 def _apply_tx(
@@ -176,19 +221,39 @@ def _apply_tx(
     """The write transaction: lock and check the position (and epoch), run the statements of
     the events past it, move it. Idempotent, as a retried transaction function must be.
 
-    A batch is two round trips besides its commit (the lock, then one query per layer, the
-    last moving the position; a batch is one layer unless a row must follow one of a statement
-    listed after its own) instead of one per statement: each costs driver and Bolt time besides
-    the server's work, which made the ~20 of them most of a live commit (docs/benchmarks.md).
+    With ``base`` (the runner's batches), a batch is one round trip per layer besides its
+    commit: the first layer's query takes the lock and checks, and writes only when the stored
+    position is ``base`` and the fence still holds; a batch is one layer unless a row must
+    follow one of a statement listed after its own. Without it, the lock is a round trip of its
+    own, to learn the position the batch is applied past. Each round trip costs driver and Bolt
+    time besides the server's work, which made the ~20 of them most of a live commit
+    (docs/benchmarks.md).
     """
-    stored = _locked(tx, name)
-    stored.check(name, base=base, fence=fence)
-    fresh = [(p, ss) for p, ss in batch if p > stored.position]
+    lease = now_ms() + fence.lease_ms if fence else None
+    if base is None:
+        stored = _locked(tx, name)
+        stored.check(name, base=base, fence=fence)
+        fresh = [(p, ss) for p, ss in batch if p > stored.position]
+        lock = None
+    else:
+        fresh = [(p, ss) for p, ss in batch if p > base]
+        lock = {
+            "name": name,
+            "base": base,
+            "epoch": fence.epoch if fence else None,
+            "owner": fence.owner if fence else None,
+        }
     if not fresh:
+        if lock is not None:
+            _locked(tx, name).check(name, base=base, fence=fence)
         return 0
-    lease = now_ms() + fence.lease_ms if fence else stored.lease_until
     position: CypherParams = {"name": name, "position": fresh[-1][0], "lease_until": lease}
-    _run_layers(tx, plan_layers((s for _, ss in fresh for s in ss), _INDEX), position)
+    planned = plan_layers((s for _, ss in fresh for s in ss), _INDEX)
+
+    def check(stored: Stored) -> None:
+        stored.check(name, base=base, fence=fence)
+
+    _run_layers(tx, planned, position, None if lock is None else (lock, check))
     return len(fresh)
 
 

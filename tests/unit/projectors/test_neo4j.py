@@ -36,11 +36,23 @@ class FakeTransaction:
         self.owner: str | None = None
         self.ran: list[tuple[str, dict[str, Any]]] = []
 
+    def _stored(self) -> dict[str, Any]:
+        stored = {"position": self.position or 0, "epoch": self.epoch, "owner": self.owner}
+        return {**stored, "lease_until": None}
+
     def run(self, cypher: str, params: dict[str, Any] | None = None, **kw: Any) -> _Result:
         self.ran.append((cypher, {**(params or {}), **kw}))
         if "RETURN x.position" in cypher:
-            stored = {"position": self.position or 0, "epoch": self.epoch, "owner": self.owner}
-            return _Result({**stored, "lease_until": None})
+            return _Result(self._stored())
+        if cypher == LAYER_QUERY:  # the server's check, as the query states it
+            found = []
+            for lock in (params or {})["b"]["lock"]:
+                fenced = (lock["epoch"], lock["owner"])
+                ok = (self.position or 0) == lock["base"] and (
+                    lock["epoch"] is None or (self.epoch, self.owner) == fenced
+                )
+                found.append({**self._stored(), "ok": ok})
+            return _Result({"locked": found})
         return _Result(None)
 
 
@@ -49,8 +61,9 @@ _SLOT = f"s{VOCABULARY.index(_AGENT)}"
 
 
 def test_apply_locks_compares_writes_then_moves_the_position() -> None:
-    """The batch runs as the layer query, its rows in their statement's slot (the others
-    empty), after the lock; the same query moves the position, in its last subquery."""
+    """Without the position the batch was staged past, the lock is a query of its own; the
+    batch runs as the layer query, its rows in their statement's slot (the others empty); the
+    same query moves the position, in its last subquery."""
     tx = FakeTransaction(position=4)
     a, b = (Statement(_AGENT, {"id": x}, writes=(f"agent:{x}",)) for x in "ab")
     batch = [(5, [a]), (6, [b])]
@@ -59,11 +72,12 @@ def test_apply_locks_compares_writes_then_moves_the_position() -> None:
     cypher, params = tx.ran[1]
     assert cypher == LAYER_QUERY
     assert params["b"][_SLOT] == [{"id": "a"}, {"id": "b"}]  # one UNWIND for both
-    assert len(params["b"]) == len(VOCABULARY) + 1
+    assert len(params["b"]) == len(VOCABULARY) + 2  # each statement's slot, position, lock
     assert not any(v for k, v in params["b"].items() if k not in (_SLOT, "position"))
     assert params["b"]["position"] == [{"name": "graph", "position": 6, "lease_until": None}]
     assert LAYER_QUERY.rstrip().endswith(
-        "SET x.position = p.position, x.lease_until = p.lease_until\n}"
+        "SET x.position = p.position, x.lease_until = coalesce(p.lease_until, x.lease_until)"
+        "\n}\nRETURN locked"
     )
     assert len(tx.ran) == 2
 
@@ -94,15 +108,57 @@ def test_apply_rejects_a_passed_position(stored: int) -> None:
     assert len(tx.ran) == 1
 
 
+def test_a_runner_batch_is_one_query_that_locks_checks_writes_and_moves() -> None:
+    """With the position the batch was staged past (``base``), the lock and its check are the
+    first layer query's first subquery: one round trip, not two."""
+    tx = FakeTransaction(position=4)
+    tx.epoch, tx.owner = 3, "me"
+    batch = [(5, [Statement(_AGENT, {"id": "a"})])]
+    assert _apply_tx(tx, "graph", batch, 4, Fence(owner="me", epoch=3, lease_ms=1000)) == 1  # type: ignore[arg-type]
+    ((cypher, params),) = tx.ran
+    assert cypher == LAYER_QUERY
+    assert params["b"]["lock"] == [{"name": "graph", "base": 4, "epoch": 3, "owner": "me"}]
+    assert params["b"][_SLOT] == [{"id": "a"}] and params["b"]["position"][0]["position"] == 5
+
+
+def test_only_the_first_layer_takes_the_lock() -> None:
+    tx = FakeTransaction(position=0)
+    first = Statement(VOCABULARY[-3], {"id": "x"}, writes=("k",))
+    then = Statement(_AGENT, {"id": "a"}, reads=("k",))
+    assert _apply_tx(tx, "graph", [(1, [first, then])], 0) == 1  # type: ignore[arg-type]
+    assert [len(params["b"]["lock"]) for _, params in tx.ran] == [1, 0]
+
+
 def test_a_fenced_or_moved_writer_writes_nothing() -> None:
+    """The query's check refuses (its statements write nothing); the adapter's raises, which
+    rolls the transaction back, and no later layer is sent."""
     tx = FakeTransaction(position=4)
     tx.epoch, tx.owner = 3, "new"
-    batch = [(5, [Statement(_AGENT, {"id": "a"})])]
+    first = Statement(VOCABULARY[-3], {"id": "x"}, writes=("k",))
+    batch = [(5, [first, Statement(_AGENT, {"id": "a"}, reads=("k",))])]  # two layers
     with pytest.raises(ProjectionFencedError):
         _apply_tx(tx, "graph", batch, 4, Fence(owner="old", epoch=2, lease_ms=1000))  # type: ignore[arg-type]
     with pytest.raises(PositionMovedError):
         _apply_tx(tx, "graph", batch, 3, Fence(owner="new", epoch=3, lease_ms=1000))  # type: ignore[arg-type]
-    assert all("SET x.position = coalesce" in cypher for cypher, _ in tx.ran)  # only the lock
+    assert len(tx.ran) == 2  # one query each
+
+
+def test_a_check_that_disagrees_with_the_query_raises() -> None:
+    """Should the query refuse a batch that the adapter's check passes, the batch is not
+    counted as written."""
+    tx = FakeTransaction(position=4)
+    real = tx.run
+
+    def refusing(cypher: str, params: dict[str, Any] | None = None, **kw: Any) -> _Result:
+        result = real(cypher, params, **kw)
+        record = result.single()
+        if record and "locked" in record:
+            return _Result({"locked": [{**found, "ok": False} for found in record["locked"]]})
+        return result
+
+    tx.run = refusing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="lock query refused"):
+        _apply_tx(tx, "graph", [(5, [Statement(_AGENT, {"id": "a"})])], 4)  # type: ignore[arg-type]
 
 
 def test_constraints_cover_every_merge_key() -> None:
