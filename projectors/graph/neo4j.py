@@ -4,7 +4,11 @@ Writes go through ``session.execute_write``: a managed transaction that the driv
 back-off, on transient errors and lost connections (``TransientError``, ``ServiceUnavailable``,
 ``SessionExpired``) for up to ``RETRY_S`` (the session's ``max_transaction_retry_time``); so the
 transaction function must be idempotent and side-effect free outside the transaction, and
-``_apply_tx`` is.
+``_apply_tx`` is. The exception is a batch of one layer staged past a known position (a live
+batch, or any other that fits one layer): it is one query that checks the position itself,
+sent as an auto-commit transaction, one round trip in all; the driver does not retry it, the
+projection's runner does, from the position the graph holds.
+
 Queries run in read sessions (``READ_ACCESS``), which the server refuses to write from, behind the
 same keyword guard as the embedded adapter, with a transaction timeout as their time limit.
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 from neo4j import (
@@ -184,31 +189,87 @@ class _Rows(dict[str, list[CypherParams]]):
         return f"<{sum(map(len, self.values()))} rows>"
 
 
-def _run_layers(
-    tx: ManagedTransaction,
-    planned: Layers,
-    position: CypherParams,
-    guard: tuple[CypherParams, Callable[[Stored], None]] | None = None,
-) -> None:
+def _layer_rows(
+    layer: dict[int, list[CypherParams]],
+    lock: CypherParams | None,
+    position: CypherParams | None,
+) -> _Rows:
+    """The ``$b`` of one layer query: its rows in their slots, the lock's row in the first
+    layer of a guarded batch, the position's move in the last."""
+    rows = _Rows(_NO_ROWS)
+    rows.update((f"s{i}", r) for i, r in layer.items())
+    if lock is not None:
+        rows["lock"] = [lock]
+    if position is not None:
+        rows["position"] = [position]
+    return rows
+
+
+def _checked(record: Record | None, lock: CypherParams, check: Callable[[Stored], None]) -> None:
+    """Call ``check`` with what a guarded layer query's lock found: it raises when the batch
+    must not be written, which the query's own check refused too."""
+    locked = record["locked"] if record is not None else []
+    check(_stored(locked[0] if locked else None))
+    if not (locked and locked[0]["ok"]):  # the check passed, the query's did not
+        raise RuntimeError(f"the graph's lock query refused {lock} ({locked})")
+
+
+@dataclass(frozen=True)
+class _Write:
+    """A batch ready to send: its layers, the position's move, and, for a batch staged past a
+    known position, the lock's row and the check (``guard``)."""
+
+    count: int
+    planned: Layers
+    position: CypherParams
+    guard: tuple[CypherParams, Callable[[Stored], None]] | None = None
+
+    def rows(self, k: int) -> _Rows:
+        layers = self.planned.layers or [{}]
+        lock = self.guard[0] if self.guard is not None and k == 0 else None
+        return _layer_rows(layers[k], lock, self.position if k == len(layers) - 1 else None)
+
+    @property
+    def layer_count(self) -> int:
+        return len(self.planned.layers) or 1
+
+
+def _prepare(
+    name: str, fresh: Batch, base: int | None, fence: Fence | None, guarded: bool
+) -> _Write:
+    lease = now_ms() + fence.lease_ms if fence else None
+    position: CypherParams = {"name": name, "position": fresh[-1][0], "lease_until": lease}
+    planned = plan_layers((s for _, ss in fresh for s in ss), _INDEX)
+    if not guarded:
+        return _Write(len(fresh), planned, position)
+    lock: CypherParams = {
+        "name": name,
+        "base": base,
+        "epoch": fence.epoch if fence else None,
+        "owner": fence.owner if fence else None,
+    }
+
+    def check(stored: Stored) -> None:
+        stored.check(name, base=base, fence=fence)
+
+    return _Write(len(fresh), planned, position, (lock, check))
+
+
+def _prepared(name: str, batch: Batch, base: int, fence: Fence | None) -> _Write | None:
+    """A batch staged past ``base`` made ready to send without reading the position first, or
+    None when none of it is past ``base``."""
+    fresh = [(p, ss) for p, ss in batch if p > base]
+    return _prepare(name, fresh, base, fence, guarded=True) if fresh else None
+
+
+def _write_tx(tx: ManagedTransaction, write: _Write) -> int:
     """Each layer as one query, the position's move in the last (alone when no event of the
-    batch writes anything). With ``guard`` (the lock's row and the check), the first takes the
-    lock, and the check is called with what it found: it raises when the batch must not be
-    written, which the query's own check then refused too."""
-    layers = planned.layers or [{}]
-    for k, layer in enumerate(layers, 1):
-        rows = _Rows(_NO_ROWS)
-        rows.update((f"s{i}", r) for i, r in layer.items())
-        if k == 1 and guard is not None:
-            rows["lock"] = [guard[0]]
-        if k == len(layers):
-            rows["position"] = [position]
-        record = tx.run(LAYER_QUERY, {"b": rows}).single()
-        if k == 1 and guard is not None:
-            lock, check = guard
-            locked = record["locked"] if record is not None else []
-            check(_stored(locked[0] if locked else None))
-            if not (locked and locked[0]["ok"]):  # the check passed, the query's did not
-                raise RuntimeError(f"the graph's lock query refused {lock} ({locked})")
+    batch writes anything); a guarded batch's first takes the lock and is checked."""
+    for k in range(write.layer_count):
+        record = tx.run(LAYER_QUERY, {"b": write.rows(k)}).single()
+        if k == 0 and write.guard is not None:
+            _checked(record, *write.guard)
+    return write.count
 
 
 def _apply_tx(
@@ -217,6 +278,7 @@ def _apply_tx(
     batch: Batch,
     base: int | None = None,
     fence: Fence | None = None,
+    write: _Write | None = None,
 ) -> int:
     """The write transaction: lock and check the position (and epoch), run the statements of
     the events past it, move it. Idempotent, as a retried transaction function must be.
@@ -227,34 +289,21 @@ def _apply_tx(
     follow one of a statement listed after its own. Without it, the lock is a round trip of its
     own, to learn the position the batch is applied past. Each round trip costs driver and Bolt
     time besides the server's work, which made the ~20 of them most of a live commit
-    (docs/benchmarks.md).
+    (docs/benchmarks.md). ``write``: the batch already made ready (``_prepared``).
     """
-    lease = now_ms() + fence.lease_ms if fence else None
     if base is None:
         stored = _locked(tx, name)
         stored.check(name, base=base, fence=fence)
         fresh = [(p, ss) for p, ss in batch if p > stored.position]
-        lock = None
-    else:
-        fresh = [(p, ss) for p, ss in batch if p > base]
-        lock = {
-            "name": name,
-            "base": base,
-            "epoch": fence.epoch if fence else None,
-            "owner": fence.owner if fence else None,
-        }
-    if not fresh:
-        if lock is not None:
-            _locked(tx, name).check(name, base=base, fence=fence)
+        if not fresh:
+            return 0
+        write = _prepare(name, fresh, base, fence, guarded=False)
+    elif write is None:
+        write = _prepared(name, batch, base, fence)
+    if write is None:  # nothing past base: only the check
+        _locked(tx, name).check(name, base=base, fence=fence)
         return 0
-    position: CypherParams = {"name": name, "position": fresh[-1][0], "lease_until": lease}
-    planned = plan_layers((s for _, ss in fresh for s in ss), _INDEX)
-
-    def check(stored: Stored) -> None:
-        stored.check(name, base=base, fence=fence)
-
-    _run_layers(tx, planned, position, None if lock is None else (lock, check))
-    return len(fresh)
+    return _write_tx(tx, write)
 
 
 def _pipelined_begin(session: Session) -> contextlib.AbstractContextManager[object]:
@@ -378,8 +427,18 @@ class Neo4jGraph(DecisionGraph):
     ) -> int:
         if not batch:
             return 0
+        write = None if base is None else _prepared(name, batch, base, fence)
+        if write is not None and write.layer_count == 1:
+            # One query, committed by the server as it answers (an auto-commit transaction):
+            # one round trip for the whole batch. Not retried by the driver: a lost answer
+            # is retried by the runner, from the position the graph holds.
+            with self._session() as session:
+                record = session.run(LAYER_QUERY, {"b": write.rows(0)}).single()
+            assert write.guard is not None
+            _checked(record, *write.guard)
+            return write.count
         with self._session() as session, _pipelined_begin(session):
-            return session.execute_write(_apply_tx, name, list(batch), base, fence)
+            return session.execute_write(_apply_tx, name, list(batch), base, fence, write)
 
     def reset(self, name: str) -> None:
         with self._session() as session:

@@ -161,6 +161,55 @@ def test_a_check_that_disagrees_with_the_query_raises() -> None:
         _apply_tx(tx, "graph", [(5, [Statement(_AGENT, {"id": "a"})])], 4)  # type: ignore[arg-type]
 
 
+class FakeSession:
+    """Stands in for ``neo4j.Session``: ``run`` is an auto-commit query on the transaction's
+    state, ``execute_write`` a managed transaction on it."""
+
+    def __init__(self, tx: FakeTransaction) -> None:
+        self.tx = tx
+        self.managed = 0
+
+    def __enter__(self) -> FakeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def run(self, cypher: str, params: dict[str, Any] | None = None) -> _Result:
+        return self.tx.run(cypher, params)
+
+    def execute_write(self, work: Any, *args: Any) -> Any:
+        self.managed += 1
+        return work(self.tx, *args)
+
+
+class FakeDriver:
+    def __init__(self, session: FakeSession) -> None:
+        self._session = session
+
+    def session(self, **_: Any) -> FakeSession:
+        return self._session
+
+
+def test_a_one_layer_runner_batch_is_one_auto_committed_query() -> None:
+    """A live batch (one layer, staged past a known position) is one query that the server
+    commits as it answers: no ``BEGIN``, no ``COMMIT``, no managed transaction. A batch of
+    two layers is one transaction, so that a reader never sees half of it."""
+    tx = FakeTransaction(position=4)
+    session = FakeSession(tx)
+    graph = Neo4jGraph(FakeDriver(session))  # type: ignore[arg-type]
+    assert graph.apply_batch("graph", [(5, [Statement(_AGENT, {"id": "a"})])], base=4) == 1
+    ((cypher, params),) = tx.ran
+    assert cypher == LAYER_QUERY and params["b"]["lock"][0]["base"] == 4
+    assert session.managed == 0
+    first = Statement(VOCABULARY[-3], {"id": "x"}, writes=("k",))
+    two = [(5, [first, Statement(_AGENT, {"id": "a"}, reads=("k",))])]
+    assert graph.apply_batch("graph", two, base=4) == 1
+    assert session.managed == 1 and len(tx.ran) == 3
+    with pytest.raises(PositionMovedError):  # refused by the query; the adapter raises
+        graph.apply_batch("graph", [(6, [Statement(_AGENT, {"id": "b"})])], base=5)
+
+
 def test_constraints_cover_every_merge_key() -> None:
     text = "\n".join(CONSTRAINTS)
     for label in ("Plan", "Deliberation", "Agent", "Proposal", "Event"):
