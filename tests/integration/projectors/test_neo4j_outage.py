@@ -6,8 +6,9 @@ never acknowledged), stays down while more deliberations land, and comes back on
 and data after a start that takes longer than the driver's own retry window. The runner, retrying
 on the errors the node retries on (``fleet.bootstrap._graph_down``), recovers by itself; at the
 end ``verify`` finds the graph equal to a replay, every event's timeline node is there once, and
-the stored position is the stream's head. A Neo4j that is down before the projector starts is
-waited for in the same way, without holding up the runner's start.
+the stored position is the stream's head. The same holds for a kill among live batches, each
+one auto-commit query. A Neo4j that is down before the projector starts is waited for in the
+same way, without holding up the runner's start.
 
 Each test starts Neo4j twice (10-60 s each on a loaded 2-core machine), hence the timeouts.
 """
@@ -133,6 +134,59 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
         _assert_exactly_once(app, graph, head)
         assert _count(graph, "MATCH (p:Proposal) RETURN count(p) AS n") == _expected_proposals(app)
     finally:
+        runner.close()
+        app.close()
+
+
+def test_a_neo4j_killed_under_live_batches_ends_equal_to_the_replay(
+    nats_env: dict[str, str], own_neo4j_server: Neo4jServer, driver: Driver
+) -> None:
+    """Live batches (at most 3 events here: one layer each) are each one auto-commit query,
+    which the driver does not retry: a kill between its sending and its answer is the runner's
+    to recover from, with nothing lost or applied twice."""
+    app = FleetApplication(nats_env)
+    app.save(*_deliberations(10))
+    graph = Neo4jGraph(driver)
+    committed = threading.Event()
+    runner = ProjectorRunner(
+        app,
+        GraphProjection(graph),
+        retry_on=_graph_down(),
+        lease_ms=3000,
+        batch_size=3,
+        on_batch=lambda first, last, applied: committed.set(),
+    )
+    runner.start()
+    stop = threading.Event()
+    landed, more = [0], threading.Condition()
+
+    def land() -> None:  # deliberations keep landing, a few events at a time
+        while not stop.is_set():
+            scenarios.completed(app)
+            with more:
+                landed[0] += 1
+                more.notify_all()
+
+    lander = threading.Thread(target=land, daemon=True)
+    try:
+        runner.wait(app.recorder.max_notification_id() or 0, timeout=START_S)
+        lander.start()
+        committed.clear()
+        assert committed.wait(30), "no live batch committed"
+        own_neo4j_server.kill()  # a live batch under way, or about to be
+        with more:  # and more land while it is down
+            target = landed[0] + 5
+            assert more.wait_for(lambda: landed[0] >= target, timeout=30)
+        stop.set()
+        lander.join(30)
+        assert runner.running() and runner.error is None, runner.error
+        own_neo4j_server.start(timeout=START_S)
+        head = app.recorder.max_notification_id() or 0
+        runner.wait(head, timeout=CAUGHT_UP_S)
+        assert runner.error is None
+        _assert_exactly_once(app, graph, head)
+    finally:
+        stop.set()
         runner.close()
         app.close()
 
