@@ -26,7 +26,6 @@ Thread-safety: the driver is thread-safe; each call opens its own session.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -205,28 +204,46 @@ def _layer_rows(
     return rows
 
 
-def _checked(record: Record | None, lock: CypherParams, check: Callable[[Stored], None]) -> None:
-    """Call ``check`` with what a guarded layer query's lock found: it raises when the batch
-    must not be written, which the query's own check refused too."""
-    locked = record["locked"] if record is not None else []
-    check(_stored(locked[0] if locked else None))
-    if not (locked and locked[0]["ok"]):  # the check passed, the query's did not
-        raise RuntimeError(f"the graph's lock query refused {lock} ({locked})")
+@dataclass(frozen=True)
+class _Guard:
+    """What a batch staged past a known position is checked against, in its first layer query
+    (the lock's row) and again once that query answers (``checked``)."""
+
+    name: str
+    base: int
+    fence: Fence | None
+
+    def row(self) -> CypherParams:
+        fence = self.fence
+        return {
+            "name": self.name,
+            "base": self.base,
+            "epoch": fence.epoch if fence else None,
+            "owner": fence.owner if fence else None,
+        }
+
+    def checked(self, record: Record | None) -> None:
+        """Raise when the batch must not be written, which the query's own check refused too
+        (``Stored.check`` on what the lock found)."""
+        locked = record["locked"] if record is not None else []
+        _stored(locked[0] if locked else None).check(self.name, base=self.base, fence=self.fence)
+        if not (locked and locked[0]["ok"]):  # the check passed, the query's did not
+            raise RuntimeError(f"the graph's lock query refused {self.row()} ({locked})")
 
 
 @dataclass(frozen=True)
 class _Write:
     """A batch ready to send: its layers, the position's move, and, for a batch staged past a
-    known position, the lock's row and the check (``guard``)."""
+    known position, what its first layer checks (``guard``)."""
 
     count: int
     planned: Layers
     position: CypherParams
-    guard: tuple[CypherParams, Callable[[Stored], None]] | None = None
+    guard: _Guard | None = None
 
     def rows(self, k: int) -> _Rows:
         layers = self.planned.layers or [{}]
-        lock = self.guard[0] if self.guard is not None and k == 0 else None
+        lock = self.guard.row() if self.guard is not None and k == 0 else None
         return _layer_rows(layers[k], lock, self.position if k == len(layers) - 1 else None)
 
     @property
@@ -234,32 +251,18 @@ class _Write:
         return len(self.planned.layers) or 1
 
 
-def _prepare(
-    name: str, fresh: Batch, base: int | None, fence: Fence | None, guarded: bool
-) -> _Write:
+def _prepare(name: str, fresh: Batch, fence: Fence | None, guard: _Guard | None) -> _Write:
     lease = now_ms() + fence.lease_ms if fence else None
     position: CypherParams = {"name": name, "position": fresh[-1][0], "lease_until": lease}
     planned = plan_layers((s for _, ss in fresh for s in ss), _INDEX)
-    if not guarded:
-        return _Write(len(fresh), planned, position)
-    lock: CypherParams = {
-        "name": name,
-        "base": base,
-        "epoch": fence.epoch if fence else None,
-        "owner": fence.owner if fence else None,
-    }
-
-    def check(stored: Stored) -> None:
-        stored.check(name, base=base, fence=fence)
-
-    return _Write(len(fresh), planned, position, (lock, check))
+    return _Write(len(fresh), planned, position, guard)
 
 
-def _prepared(name: str, batch: Batch, base: int, fence: Fence | None) -> _Write | None:
-    """A batch staged past ``base`` made ready to send without reading the position first, or
-    None when none of it is past ``base``."""
-    fresh = [(p, ss) for p, ss in batch if p > base]
-    return _prepare(name, fresh, base, fence, guarded=True) if fresh else None
+def _prepared(batch: Batch, guard: _Guard) -> _Write | None:
+    """A batch staged past ``guard.base`` made ready to send without reading the position
+    first, or None when none of it is past it."""
+    fresh = [(p, ss) for p, ss in batch if p > guard.base]
+    return _prepare(guard.name, fresh, guard.fence, guard) if fresh else None
 
 
 def _write_tx(tx: ManagedTransaction, write: _Write) -> int:
@@ -268,7 +271,7 @@ def _write_tx(tx: ManagedTransaction, write: _Write) -> int:
     for k in range(write.layer_count):
         record = tx.run(LAYER_QUERY, {"b": write.rows(k)}).single()
         if k == 0 and write.guard is not None:
-            _checked(record, *write.guard)
+            write.guard.checked(record)
     return write.count
 
 
@@ -297,9 +300,9 @@ def _apply_tx(
         fresh = [(p, ss) for p, ss in batch if p > stored.position]
         if not fresh:
             return 0
-        write = _prepare(name, fresh, base, fence, guarded=False)
+        write = _prepare(name, fresh, fence, None)
     elif write is None:
-        write = _prepared(name, batch, base, fence)
+        write = _prepared(batch, _Guard(name, base, fence))
     if write is None:  # nothing past base: only the check
         _locked(tx, name).check(name, base=base, fence=fence)
         return 0
@@ -427,15 +430,15 @@ class Neo4jGraph(DecisionGraph):
     ) -> int:
         if not batch:
             return 0
-        write = None if base is None else _prepared(name, batch, base, fence)
-        if write is not None and write.layer_count == 1:
+        guard = None if base is None else _Guard(name, base, fence)
+        write = None if guard is None else _prepared(batch, guard)
+        if guard is not None and write is not None and write.layer_count == 1:
             # One query, committed by the server as it answers (an auto-commit transaction):
             # one round trip for the whole batch. Not retried by the driver: a lost answer
             # is retried by the runner, from the position the graph holds.
             with self._session() as session:
                 record = session.run(LAYER_QUERY, {"b": write.rows(0)}).single()
-            assert write.guard is not None
-            _checked(record, *write.guard)
+            guard.checked(record)
             return write.count
         with self._session() as session, _pipelined_begin(session):
             return session.execute_write(_apply_tx, name, list(batch), base, fence, write)
