@@ -21,10 +21,20 @@ from agent_runtime.member.openai_client import RetryPolicy
 from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie not yet reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def turn(
@@ -236,6 +246,9 @@ async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServ
         first = await runtime.run_turn(turn("d-6", "agent-dev-0"))
         [before] = await runtime.stats()
         ray.kill(runtime.actor_for("DEV", "agent-dev-0"), no_restart=False)  # as a crash would
+        # The kill is a request to Ray's control plane: a call sent at once can still reach the
+        # old process. Wait until that process is gone, as it would be after a crash.
+        await eventually(lambda: _gone(before.pid), what=f"actor process {before.pid} still alive")
         again = await runtime.run_turn(turn("d-6", "agent-dev-0"))
         [after] = await runtime.stats()
         assert again.content == first.content  # same request, same canned answer
