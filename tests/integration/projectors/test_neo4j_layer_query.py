@@ -9,14 +9,17 @@ rolls back, so that they fail if the query's own check stops holding a stale wri
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from neo4j import Driver
+from neo4j import Driver, Session
+from neo4j.exceptions import TransientError
 
 from projectors.errors import PositionMovedError, ProjectionFencedError
 from projectors.fence import Fence
-from projectors.graph.neo4j import _NO_ROWS, LAYER_QUERY, Neo4jGraph
+from projectors.graph.neo4j import _NO_ROWS, LAYER_QUERY, Neo4jGraph, _claim_tx
 from projectors.graph.statements import VOCABULARY, Statement
 
 pytestmark = pytest.mark.timeout(120)
@@ -97,3 +100,68 @@ def test_a_runner_batch_past_a_moved_position_or_a_lost_fence_is_refused(
     assert neo4j_graph.stored("graph").position == 1
     assert neo4j_graph.apply_batch("graph", late, base=1, fence=fence) == 1
     assert _agents(neo4j_driver) == ["a1", "a2"]
+
+
+def _deadlocks_in_pairs(driver: Driver, pairs: int, lock: Callable[[Session, str], None]) -> int:
+    """Run ``lock`` from two sessions at once, ``pairs`` times, with no retry: how many of the
+    attempts Neo4j aborted as a deadlock."""
+    barrier = threading.Barrier(2)
+    deadlocks = [0, 0]
+    failures: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            with driver.session() as session:
+                for _ in range(pairs):
+                    barrier.wait(timeout=30)
+                    try:
+                        lock(session, f"writer-{i}")
+                    except TransientError as e:
+                        if "DeadlockDetected" not in (e.code or ""):
+                            raise
+                        deadlocks[i] += 1
+        except BaseException as e:
+            failures.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not failures, failures
+    return sum(deadlocks)
+
+
+def test_two_claims_at_once_never_deadlock(neo4j_graph: Neo4jGraph, neo4j_driver: Driver) -> None:
+    """Takeovers: two runners claim the same projection at the same moment. Each claim takes the
+    node's lock before it reads; a read first (``MERGE``) let both hold a shared lock and then
+    wait for each other (45% of the pairs), which cost the aborted one a driver retry of ~1 s."""
+    def claim(session: Session, owner: str) -> None:
+        with session.begin_transaction() as tx:
+            _claim_tx(tx, "graph", owner, -1_000)  # a lease already over: every claim writes
+            tx.commit()
+
+    assert _deadlocks_in_pairs(neo4j_driver, 100, claim) == 0
+    taken = neo4j_graph.stored("graph")
+    assert taken.owner in ("writer-0", "writer-1") and (taken.epoch or 0) > 2  # they took turns
+
+
+def test_two_first_layers_at_once_never_deadlock(
+    neo4j_graph: Neo4jGraph, neo4j_driver: Driver
+) -> None:
+    """Two writers of one projection (a fenced one not yet stopped, and its successor) send
+    their batches' first layers at the same moment: each locks the node before it reads."""
+    assert neo4j_graph.claim("graph", "owner", 60_000) == 1
+
+    def layer(session: Session, owner: str) -> None:
+        base = neo4j_graph.stored("graph").position  # both writers of a pair read the same
+        rows = {
+            **_NO_ROWS,
+            "lock": [{"name": "graph", "base": base, "epoch": None, "owner": None}],
+            "position": [{"name": "graph", "position": base + 1, "lease_until": None}],
+        }
+        session.run(LAYER_QUERY, {"b": rows}).consume()
+
+    assert _deadlocks_in_pairs(neo4j_driver, 100, layer) == 0
+    assert neo4j_graph.stored("graph").position >= 100  # one of each pair moved it at least
