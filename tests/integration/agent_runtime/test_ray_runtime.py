@@ -198,7 +198,9 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
 
         # The actor dies under the early check: nothing is lost, the checks run here, without
         # running the code, and say so.
+        [actor] = await runtime.stats()
         ray.kill(runtime.actor_for("DEV", "agent-dev-1"), no_restart=True)
+        await eventually(lambda: _gone(actor.pid), what=f"actor process {actor.pid} still alive")
         runtime.precheck(request)
         here = await runtime.assess(request)
         assert [a.agent_id for a in here] == [a.agent_id for a in expected]
@@ -249,7 +251,9 @@ async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServ
         # The kill is a request to Ray's control plane: a call sent at once can still reach the
         # old process. Wait until that process is gone, as it would be after a crash.
         await eventually(lambda: _gone(before.pid), what=f"actor process {before.pid} still alive")
-        again = await runtime.run_turn(turn("d-6", "agent-dev-0"))
+        # A fresh worker process starts first: seconds on a busy 2-core machine, past the 20 s a
+        # turn gets by default when other work shares the cores.
+        again = await runtime.run_turn(turn("d-6", "agent-dev-0", timeout_s=90.0))
         [after] = await runtime.stats()
         assert again.content == first.content  # same request, same canned answer
         assert after.actor_id == before.actor_id and after.pid != before.pid
