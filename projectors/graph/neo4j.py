@@ -96,7 +96,8 @@ MERGE (x:Projection {name: $name})
 SET x.position = coalesce(x.position, 0)
 RETURN x.position AS position, x.epoch AS epoch, x.owner AS owner, x.lease_until AS lease_until
 """
-"""The lock a claim or a multi-layer batch takes before it reads the position (Neo4j only).
+"""The lock a claim (and a lease renewal), a batch with no known position, and a batch with
+nothing past its base take before they read the position (Neo4j only).
 
 The first clause writes the node blindly (``SET y._LOCK_ = true REMOVE y._LOCK_``, the Neo4j
 manual's idiom against lost updates): that takes the node's exclusive lock before anything
