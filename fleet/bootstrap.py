@@ -20,8 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from eventsourcing.persistence import OperationalError
 
@@ -42,7 +41,7 @@ from dispatchers.councils import startup_councils
 from dispatchers.derivation import DerivationOptions
 from fleet.agents import checks_sandbox, make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
-from fleet.endpoints import Endpoints
+from fleet.endpoints import RUN_FILE, Endpoints, read_run_file
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
@@ -74,7 +73,6 @@ __all__ = ["RUN_FILE", "Endpoints", "FleetNode", "read_run_file"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-RUN_FILE = "run.json"
 COUNCILS_START_WAIT_S = 120.0
 """How long a starting node waits for the event store to take the councils' configuration
 (a clustered JetStream electing a leader answers 503 meanwhile) before it gives up."""
@@ -729,12 +727,3 @@ def _graph_down() -> tuple[type[BaseException], ...]:
     from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
 
     return (ServiceUnavailable, SessionExpired, TransientError)
-
-
-def read_run_file(data_dir: Path) -> dict[str, Any] | None:
-    """The endpoints a running ``fleet up`` wrote, or None."""
-    try:
-        data: dict[str, Any] = json.loads((data_dir / RUN_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return data

@@ -4,8 +4,13 @@ shows it) need it, and the API must not import the bootstrap that builds it."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUN_FILE = "run.json"
 
 
 @dataclass
@@ -25,3 +30,12 @@ class Endpoints:
     """The web console's URL."""
     components: str = ""
     pid: int = field(default_factory=os.getpid)
+
+
+def read_run_file(data_dir: Path) -> dict[str, Any] | None:
+    """The endpoints a running ``fleet up`` wrote, or None."""
+    try:
+        data: dict[str, Any] = json.loads((data_dir / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data
