@@ -32,6 +32,7 @@ from agent_runtime.member.reviews import label_candidates
 from fleet.embedded._process import free_port
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import REPO, FleetProcess
+from tests.support.processes import gone
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(240)
@@ -109,14 +110,6 @@ def descendants(pid: int) -> list[int]:
         for child in map(int, children):
             found += [child, *descendants(child)]
     return found
-
-
-def gone(pid: int) -> bool:
-    """Exited: no such process, or a zombie that only waits for its parent to reap it."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 async def stop_every_process(node: FleetProcess, sig: signal.Signals) -> None:

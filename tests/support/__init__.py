@@ -4,5 +4,6 @@
   fixed sleep.
 - `aggregates`: small aggregates for the event-store tests (`Counter`, `Ledger`).
 - `group_commit_contract`: the group-commit checks run on the in-memory and the JetStream store.
+- `processes`: `gone(pid)` (exited, or a zombie) and `children(pid)`, read from /proc.
 - `deliberations`: `requested(...)`, a deliberation request with defaults for what a test ignores.
 """

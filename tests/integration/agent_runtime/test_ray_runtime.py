@@ -21,20 +21,12 @@ from agent_runtime.member.openai_client import RetryPolicy
 from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from fleet.embedded.llm import LlamaServer
 from fleet_testing.loadgen import LoadGenServer
+from tests.support.processes import gone
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
-
-
-def _gone(pid: int) -> bool:
-    """The process has exited (a zombie not yet reaped counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def turn(
@@ -200,7 +192,7 @@ async def test_checks_started_early_run_on_an_actor_and_score_the_same(
         # running the code, and say so.
         [actor] = await runtime.stats()
         ray.kill(runtime.actor_for("DEV", "agent-dev-1"), no_restart=True)
-        await eventually(lambda: _gone(actor.pid), what=f"actor process {actor.pid} still alive")
+        await eventually(lambda: gone(actor.pid), what=f"actor process {actor.pid} still alive")
         runtime.precheck(request)
         here = await runtime.assess(request)
         assert [a.agent_id for a in here] == [a.agent_id for a in expected]
@@ -250,7 +242,7 @@ async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServ
         ray.kill(runtime.actor_for("DEV", "agent-dev-0"), no_restart=False)  # as a crash would
         # The kill is a request to Ray's control plane: a call sent at once can still reach the
         # old process. Wait until that process is gone, as it would be after a crash.
-        await eventually(lambda: _gone(before.pid), what=f"actor process {before.pid} still alive")
+        await eventually(lambda: gone(before.pid), what=f"actor process {before.pid} still alive")
         # A fresh worker process starts first: seconds on a busy 2-core machine, past the 20 s a
         # turn gets by default when other work shares the cores.
         again = await runtime.run_turn(turn("d-6", "agent-dev-0", timeout_s=90.0))
