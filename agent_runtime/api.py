@@ -178,6 +178,15 @@ class AgentTurnError(AgentRuntimeError):
     """An agent could not produce an answer; the message says why (recorded as AgentFailed)."""
 
 
+class TurnRunner(Protocol):
+    """What asks one agent for one answer: the runtime itself, or, in a process without agents,
+    a client of one that has them (``agent_runtime.nats_backend.turns``)."""
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        """Run one agent turn. Raises AgentTurnError (never returns fabricated content)."""
+        ...
+
+
 class AgentRuntime(Protocol):
     async def run_turn(self, turn: AgentTurn) -> TurnResult:
         """Run one agent turn. Raises AgentTurnError (never returns fabricated content)."""

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from agent_runtime.api import AgentRuntime, AgentRuntimeError, AgentTurn, Sampling
+from agent_runtime.api import AgentRuntimeError, AgentTurn, Sampling, TurnRunner
 from aggregates import Deliberation, InvalidDeliberationError, Plan, Role
 from aggregates.derivation import (
     MAX_TASKS_PER_ROLE,
@@ -149,7 +149,7 @@ def _task_id(plan_id: str, role: str, n: int) -> str:
 
 async def derive_subtasks(
     store: DerivationStore,
-    runtime: AgentRuntime,
+    runtime: TurnRunner,
     request: DerivationRequest,
     *,
     sampling: Sampling,

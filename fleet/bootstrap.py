@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from eventsourcing.persistence import OperationalError
 
-from agent_runtime.api import AgentRuntime, Sampling
+from agent_runtime.api import AgentRuntime, Sampling, TurnRunner
 from agent_runtime.checks.sandbox import SandboxState
 from aggregates import Role
 from application.admission import InFlightBound
@@ -66,6 +66,8 @@ from projectors.service import (
 )
 
 if TYPE_CHECKING:
+    from nats.aio.client import Client as NATS
+
     from projectors.cache.valkey import ValkeyDeliberationBoard
 
 __all__ = ["RUN_FILE", "Endpoints", "FleetNode", "read_run_file"]
@@ -109,6 +111,7 @@ class FleetNode(AsyncClosing):
         self.started_at = datetime.now(tz=UTC)
         """When this node was made (GetStatus's uptime counts from it)."""
         self._stats_follower: StatsFollower | None = None
+        self._remote_turns: TurnRunner | None = None
         self._on_stage = on_stage
         self._stack = contextlib.AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
@@ -169,6 +172,10 @@ class FleetNode(AsyncClosing):
                 self.store, board, graph, latest_version=recorder_latest_version(self.app.recorder)
             )
             await self._start_observability()
+            if "agents" not in runs and s.vllm_url:
+                # The model the system's agents call, though not from here: GetStatus still
+                # says whether it answers (an API replica, say).
+                self.endpoints.llm_url, self.endpoints.model = s.vllm_url, s.vllm_model
             if "agents" in runs:
                 await self._stage("LLM endpoint", self._start_llm)
                 runtime = await self._stage("agents (Ray)", self._start_agents)
@@ -268,8 +275,6 @@ class FleetNode(AsyncClosing):
         self.councils = councils
 
     async def _start_projections(self) -> tuple[StatusBoard | None, GraphReader | None]:
-        import nats
-
         from projectors.cache.projection import CacheProjection
         from projectors.graph.projection import GraphProjection
 
@@ -318,10 +323,7 @@ class FleetNode(AsyncClosing):
         self.projections = Projections(self.app, self.runners, graph=graph, board=board)
         self._stack.callback(self.projections.close)
 
-        nc = await nats.connect(
-            servers(self.endpoints.nats_url), name="fleet-projections", max_reconnect_attempts=-1
-        )
-        self._stack.push_async_callback(nc.drain)
+        nc = await self._nats("fleet-projections")
         if projects:
             assert graph is not None  # the configured Neo4j, or the embedded graph opened above
             service = ProjectionService(nc, s.stream, graph, self.projections)
@@ -502,7 +504,34 @@ class FleetNode(AsyncClosing):
         )
         self.endpoints.ray = where
         self.sandbox = await checks_sandbox(self.settings, runtime)
+        # Turns asked by the processes that run no agents (DeriveSubtasks on an API replica).
+        from agent_runtime.nats_backend.turns import TurnService
+
+        service = TurnService(await self._nats("fleet-agent-turns"), self.settings.stream, runtime)
+        await service.start()
+        self._stack.push_async_callback(service.close)
         return runtime
+
+    async def _nats(self, name: str) -> NATS:
+        """A NATS connection of this node's, reconnecting for as long as the node runs."""
+        import nats
+
+        nc = await nats.connect(
+            servers(self.endpoints.nats_url), name=name, max_reconnect_attempts=-1
+        )
+        self._stack.push_async_callback(nc.drain)
+        return nc
+
+    async def _turns(self) -> TurnRunner:
+        """What DeriveSubtasks asks: this node's agents, or those of the process running them."""
+        if self.runtime is not None:
+            return self.runtime
+        if self._remote_turns is None:
+            from agent_runtime.nats_backend.turns import RemoteTurns
+
+            nc = await self._nats("fleet-agent-turns")
+            self._remote_turns = RemoteTurns(nc, self.settings.stream)
+        return self._remote_turns
 
     def _observed_store(self) -> ObservedStore:
         """The store as the API and dispatcher use it: each write timed, traced, logged by id."""
@@ -583,7 +612,7 @@ class FleetNode(AsyncClosing):
             stats=stats,
             started_at=self.started_at,
             records=self._observed_store(),
-            runtime=self.runtime,
+            runtime=await self._turns(),
             derivation=DerivationOptions(
                 Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
                 s.agent_call_timeout,

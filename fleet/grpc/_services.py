@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from agent_runtime.api import AgentRuntime
+from agent_runtime.api import TurnRunner
 from agent_runtime.checks.sandbox import SandboxState
 from application.admission import InFlightBound
 from application.council_store import CouncilEventStore
@@ -67,8 +67,9 @@ class ApiServices:
     records: NodeStore | None = None
     """Stories, derivations and plans, as stored (ProcessPlanningEvent's TRANSITION,
     DeriveSubtasks, GetTaskContext)."""
-    runtime: AgentRuntime | None = None
-    """The agents, on a node that runs them: DeriveSubtasks asks the councils through it."""
+    runtime: TurnRunner | None = None
+    """What DeriveSubtasks asks the councils through: this node's agents, or, on a node without
+    them, the process that runs them (over NATS: ``agent_runtime.nats_backend.turns``)."""
     derivation: DerivationOptions = field(default_factory=DerivationOptions)
     health: NodeHealth | None = None
     """Probes of the parts this node reaches (GetStatus's status word); None: not probed."""

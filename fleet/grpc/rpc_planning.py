@@ -8,8 +8,10 @@ consumer does). The story is ``metadata["story_id"]``, else ``case_id`` (the see
 story). Any other event type is answered ``processed=false`` with a message, not an error: the
 planning service sends more kinds than the orchestrator acts on.
 
-DeriveSubtasks needs the agent runtime on this node (``ApiServices.runtime``) and the store of
-other records (``ApiServices.records``); without them it answers UNAVAILABLE.
+DeriveSubtasks asks the councils through ``ApiServices.runtime``: this node's agents, or, on a
+node without them, those of the process that runs them (over NATS,
+``agent_runtime.nats_backend.turns``), and records in ``ApiServices.records``; it answers
+UNAVAILABLE when no process runs agents or a council cannot answer.
 """
 
 from __future__ import annotations
@@ -103,12 +105,12 @@ class PlanningRpcs:
         self, request: pb.DeriveSubtasksRequest, context: Ctx
     ) -> pb.DeriveSubtasksResponse:
         """INVALID_ARGUMENT naming ``plan_id`` for a plan never approved, ``roles`` or
-        ``strategy.*`` for bad roles or caps; UNAVAILABLE on a node without agents, or when a
+        ``strategy.*`` for bad roles or caps; UNAVAILABLE when no process runs agents, or when a
         role's council cannot answer (then nothing is recorded: a later call derives anew)."""
         s = self.services
         records, runtime = s.records, s.runtime
         if records is None or runtime is None:
-            raise ServiceUnavailableError("this node runs no agents to derive subtasks with")
+            raise ServiceUnavailableError("this node has no agents to derive subtasks with")
         plan_key = _mapping.plan_id(request.plan_id).strip()
         if not plan_key:
             raise InvalidDeliberationError("plan_id", "must not be empty")

@@ -168,3 +168,70 @@ async def test_planning_events_and_subtask_derivation(
                 )
             assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
             assert "options.scopes" in (err.value.details() or "")
+
+
+async def test_an_api_replica_derives_through_the_process_that_runs_the_agents(
+    tmp_path: Path, nats_url: str, nats_stream: str
+) -> None:
+    """``fleet up --components api`` (as ``deploy/`` runs the API, and as ``FLEET_API_PROCESS=
+    child`` runs a node's) has no agents: DeriveSubtasks asks the councils through the process
+    that runs them, over NATS. With none running, it is UNAVAILABLE saying what to start, and
+    records nothing; a retry once one runs derives for real."""
+    script = {ASK: '["write the CSV writer", "add the download endpoint"]'}
+    async with LoadGenServer("scripted", script=script) as lg:
+        common = {
+            "nats_url": nats_url,
+            "stream": nats_stream,
+            "cache_enabled": False,
+            "vllm_url": lg.url,
+            "vllm_model": "loadgen",
+            "agent_runtime": "local",
+            "plan_consumer": False,
+        }
+        replica = Settings(
+            data_dir=tmp_path / "api",
+            grpc_port=free_port(),
+            components=frozenset({"api"}),
+            **common,  # type: ignore[arg-type]
+        )
+        agents = Settings(
+            data_dir=tmp_path / "agents",
+            components=frozenset({"dispatcher", "projectors"}),
+            **common,  # type: ignore[arg-type]
+        )
+        async with FleetNode(agents) as backend:
+            api = FleetNode(replica)
+            await api.start()
+            try:
+                async with FleetClient(api.endpoints.grpc) as c:
+                    await c.stub.ProcessPlanningEvent(
+                        pb.PlanningEventRequest(
+                            event_type="PLAN_APPROVED",
+                            plan_id="PL-7",
+                            case_id="US-7",
+                            metadata={"roles": "DEV", "description": "Export invoices"},
+                        )
+                    )
+                    req = pb.DeriveSubtasksRequest(case_id="US-7", plan_id="PL-7")
+                    derived = await c.stub.DeriveSubtasks(req)
+                    assert [t.description for t in derived.tasks] == [
+                        "write the CSV writer",
+                        "add the download endpoint",
+                    ]
+                    assert api.runtime is None and backend.runtime is not None
+                    assert any(ASK in str(r["messages"]) for r in lg.requests)
+
+                    await backend.close()  # nothing runs the agents now
+                    other = pb.DeriveSubtasksRequest(
+                        case_id="US-7",
+                        plan_id="PL-7",
+                        strategy=pb.DerivationStrategy(max_tasks_per_role=1),
+                    )
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await c.stub.DeriveSubtasks(other)
+                    assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+                    details = err.value.details() or ""
+                    assert "no Fleet process runs agents" in details, details
+                    assert "fleet up --components dispatcher" in details
+            finally:
+                await api.close()

@@ -1,0 +1,124 @@
+"""One agent turn asked of another Fleet process over NATS request/reply, for a process that
+runs no agents itself.
+
+Why: DeriveSubtasks asks each role's council for a task list, one turn each, and the API
+answers it. Where the API runs without agents (an API replica, ``fleet up --components api``, as
+``deploy/`` runs it; or a node's API in a process of its own, ``FLEET_API_PROCESS=child``), it
+had nothing to ask and answered UNAVAILABLE. A process that runs the agents (the dispatcher's)
+now serves turns on the NATS connection every Fleet process has: no port, nothing to discover
+(the subject is named after the event stream), and any one of several such processes answers
+(a queue group).
+
+Wire: subject ``fleet.agents.<stream>.turn``, queue group ``fleet-agent-turns``. The request is
+the ``AgentTurn``, the reply ``{"ok": TurnResult}`` or ``{"error": message}``, JSON as the work
+queue carries them (``_wire``). What the serving runtime raises (its ``AgentRuntimeError`` or a
+timeout) comes back as ``AgentTurnError`` with its message; so does "no process serves turns"
+(NATS answers "no responders" at once) and no answer within the turn's time limit.
+
+Loop affinity: the service and the client live on the loop of their NATS connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import nats.errors
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from agent_runtime.api import AgentRuntimeError, AgentTurn, AgentTurnError, TurnResult, TurnRunner
+from agent_runtime.nats_backend._wire import decode, encode
+
+__all__ = ["RemoteTurns", "TurnService", "turn_subject"]
+
+log = logging.getLogger(__name__)
+
+QUEUE_GROUP = "fleet-agent-turns"
+REPLY_SLACK_S = 5.0
+"""A turn's reply may take its time limit plus this (the round trip, a busy serving process)."""
+
+
+def turn_subject(stream: str) -> str:
+    return f"fleet.agents.{stream}.turn"
+
+
+class TurnService:
+    """Runs the turns other processes ask for on this process's agents.
+
+    Each request runs in a task of its own: a turn is a model call, seconds long, and many may
+    be asked at once.
+    """
+
+    def __init__(self, nc: NATS, stream: str, runtime: TurnRunner) -> None:
+        self._nc = nc
+        self._stream = stream
+        self._runtime = runtime
+        self._sub: Subscription | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        to = turn_subject(self._stream)
+        self._sub = await self._nc.subscribe(to, queue=QUEUE_GROUP, cb=self._on_request)
+        await self._nc.flush()  # subscribed at the server before anyone asks
+        log.info("serving agent turns for %s on %s", self._stream, to)
+
+    async def close(self) -> None:
+        """Stop taking turns and end those in flight (their askers time out). Idempotent."""
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            await sub.unsubscribe()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _on_request(self, msg: Msg) -> None:
+        task = asyncio.create_task(self._answer(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, msg: Msg) -> None:
+        payload: dict[str, object]
+        try:
+            turn = decode(AgentTurn, json.loads(msg.data))
+        except ValueError as e:  # json's errors are ValueErrors too
+            payload = {"error": f"malformed agent turn: {e}"}
+        else:
+            try:
+                payload = {"ok": encode(await self._runtime.run_turn(turn))}
+            except (AgentRuntimeError, TimeoutError) as e:
+                payload = {"error": str(e) or type(e).__name__}
+            except Exception as e:
+                log.exception("agent turn %s of %s failed", turn.agent_id, turn.deliberation_id)
+                payload = {"error": f"{type(e).__name__} in the serving process (see its log)"}
+        if msg.reply:
+            await self._nc.publish(msg.reply, json.dumps(payload).encode())
+
+
+class RemoteTurns:
+    """``TurnRunner`` on the agents of whichever process serves turns for ``stream``."""
+
+    def __init__(self, nc: NATS, stream: str) -> None:
+        self._nc = nc
+        self._stream = stream
+
+    async def run_turn(self, turn: AgentTurn) -> TurnResult:
+        to = turn_subject(self._stream)
+        timeout = turn.timeout_s + REPLY_SLACK_S
+        try:
+            msg = await self._nc.request(to, json.dumps(encode(turn)).encode(), timeout=timeout)
+        except nats.errors.NoRespondersError:
+            raise AgentTurnError(
+                f"no Fleet process runs agents for stream {self._stream} (nothing listens on "
+                f"{to}): start one with `fleet up --components dispatcher`"
+            ) from None
+        except nats.errors.TimeoutError:
+            raise AgentTurnError(
+                f"no agent turn answer within {timeout:g} s from the process serving {to}"
+            ) from None
+        reply = json.loads(msg.data)
+        if "error" in reply:
+            raise AgentTurnError(str(reply["error"]))
+        return decode(TurnResult, reply["ok"])
