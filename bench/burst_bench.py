@@ -3,7 +3,7 @@ refusals, and that nothing accepted is lost.
 
     .venv/bin/python bench/burst_bench.py [--callers 200] [--deliberations 1500] [--seconds 10]
         [--bound 0] [--small-bound 100] [--delay 1.0] [--idle 30] [--runtime local|ray]
-        [--layout one|split]
+        [--layout one|child|split]
 
 Each run starts Fleet as ``fleet up`` runs it (``fleet_testing.processes.FleetProcess``), its
 agents calling the LOAD GENERATOR (``fleet_testing.loadgen``, its own process; canned answers
@@ -11,6 +11,8 @@ after ``--delay`` ± 25%), so the node is busy with real agent work while the bu
 
 * ``--layout one`` (the default): one process with everything (event store, projections,
   dispatcher, agents, API and web console), as ``fleet up`` on a laptop;
+* ``--layout child``: one ``fleet up`` as in ``one``, with ``FLEET_API_PROCESS=child``: the node
+  runs its gRPC API as a ``fleet up --components api`` child of its own (``fleet.api_process``);
 * ``--layout split``: as ``deploy/`` runs it, the API in a process of its own
   (``--components api``, the fleet-api Deployment) beside one that runs the dispatcher, its
   agents and the projectors (``--components dispatcher,projectors``), on a nats-server and a
@@ -192,8 +194,9 @@ def start_nodes(
 ) -> tuple[list[FleetProcess], list[NatsServer | ValkeyServer]]:
     """The Fleet processes of ``--layout`` (the API's first) and the servers the bench started
     for them (none for ``one``: that node starts its own)."""
-    if args.layout == "one":
-        node = FleetProcess(data, "all", env, start=False)
+    if args.layout in ("one", "child"):
+        api_process = {"FLEET_API_PROCESS": "child" if args.layout == "child" else "inline"}
+        node = FleetProcess(data, "all", {**env, **api_process}, start=False)
         for k in [
             k for k in node.env if k not in env and k.endswith(("_URL", "_URI", "RAY_ADDRESS"))
         ]:
@@ -280,9 +283,10 @@ async def main() -> None:
     p.add_argument("--runtime", choices=("local", "ray"), default="local")
     p.add_argument(
         "--layout",
-        choices=("one", "split"),
+        choices=("one", "child", "split"),
         default="one",
-        help="one process with everything, or the API in its own (as deploy/ runs it)",
+        help="one process with everything; one `fleet up` whose API runs in a child process; "
+        "or the API in its own process beside the rest (as deploy/ runs it)",
     )
     args = p.parse_args()
     lg, url = start_loadgen(args.delay)

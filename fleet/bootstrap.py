@@ -157,9 +157,12 @@ class FleetNode(AsyncClosing):
             tracing_off = configure_tracing(s.otel_endpoint, s.service_name)
             if tracing_off is not None:
                 self._stack.callback(tracing_off)
+            # The API in a process of its own (``fleet.api_process``) when asked for, beside
+            # other parts: started last, on the servers this node started.
+            api_child = "api" in runs and s.api_process == "child" and runs != {"api"}
             # First, so a probe sees NOT_SERVING while the rest starts (when forking servers
             # with gRPC running is safe: ``fork_handlers_off``); else last, as it is ready.
-            api_first = "api" in runs and fork_handlers_off()
+            api_first = "api" in runs and not api_child and fork_handlers_off()
             if api_first:
                 await self._open_api()
             await self._stage("event store (JetStream)", self._start_event_store)
@@ -174,7 +177,7 @@ class FleetNode(AsyncClosing):
             await self._start_observability()
             if "agents" not in runs and s.vllm_url:
                 # The model the system's agents call, though not from here: GetStatus still
-                # says whether it answers (an API replica, say).
+                # says whether it answers (an API replica, or a node's API in its own process).
                 self.endpoints.llm_url, self.endpoints.model = s.vllm_url, s.vllm_model
             if "agents" in runs:
                 await self._stage("LLM endpoint", self._start_llm)
@@ -213,12 +216,14 @@ class FleetNode(AsyncClosing):
                         probes += agent_queues(queue_names(s), [r.value for r in Role])
                     if probes:
                         await self.metrics.track_queues(self.endpoints.nats_url, probes)
-            if "api" in runs:
+            if "api" in runs and not api_child:
                 if not api_first:
                     await self._open_api()
                 await self._stage("gRPC API", lambda: self._start_api(graph))
             if "web" in runs:
                 await self._stage("web console", lambda: self._start_web(graph))
+            if api_child:
+                await self._stage("gRPC API (own process)", self._start_api_process)
             self._write_run_file()
         except BaseException:
             await self.close()
@@ -667,6 +672,18 @@ class FleetNode(AsyncClosing):
         self._stack.push_async_callback(server.close)
         self._stack.callback(self.hub.release_watchers)
         await server.ready()
+
+    async def _start_api_process(self) -> None:
+        """The API as ``fleet up --components api`` beside this node; stopped first (newest
+        first), and watched: its exit fails this node."""
+        from fleet.api_process import api_process_for
+
+        child = api_process_for(self.settings, self.endpoints)
+        self._stack.push_async_callback(child.close)  # also when it fails to start
+        info = await child.start()
+        self.servers["api process"] = child
+        self.endpoints.grpc = str(info.get("grpc", ""))
+        self.watch("gRPC API process", child)
 
     async def _start_web(self, graph: GraphReader | None) -> None:
         """The web console, behind the API's token and TLS settings.

@@ -42,6 +42,7 @@ GRAPH_ENGINES = ("ladybug", "neo4j")
 """``FLEET_GRAPH``: the embedded LadybugDB graph (the default) or Neo4j (``FLEET_NEO4J_URI``, or a
 private server Fleet starts from the jars ``make neo4j`` resolves)."""
 SANDBOX_MODES = ("auto", "bwrap", "off")
+API_PROCESSES = ("inline", "child")
 """``FLEET_SANDBOX`` (``agent_runtime.checks.sandbox.SANDBOX_MODES``, repeated for the same
 reason)."""
 
@@ -205,6 +206,11 @@ class Settings:
     components: frozenset[str] = COMPONENTS
     """Which parts this process runs (``fleet up --components``): api, dispatcher, projectors,
     agents, web. The event store is always connected; ``dispatcher`` implies ``agents``."""
+    api_process: str = "inline"
+    """``FLEET_API_PROCESS``: where a node that runs the API beside other parts serves it:
+    ``inline`` (in this process) or ``child`` (a ``fleet up --components api`` this node starts
+    and stops, as ``deploy/`` runs the API; ``fleet.api_process``). A child's event loop shares
+    the interpreter lock with no projection, so submits keep their pace under a burst."""
     web_host: str = "127.0.0.1"
     """Where the web console listens (``FLEET_WEB_HOST``): loopback unless asked otherwise."""
     web_port: int = 0
@@ -332,6 +338,7 @@ class Settings:
             llm_thinking=(_first(e, "FLEET_LLM_THINKING") or "auto").lower(),
             sandbox=(_first(e, "FLEET_SANDBOX") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
+            api_process=(_first(e, "FLEET_API_PROCESS") or "inline").lower(),
             web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
             web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),
             metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),
@@ -402,6 +409,8 @@ class Settings:
                 f"FLEET_COMPONENTS: {sorted(unknown) or 'none'} not a non-empty subset of "
                 f"{', '.join(sorted(COMPONENTS))}"
             )
+        if self.api_process not in API_PROCESSES:
+            raise ConfigError(f"FLEET_API_PROCESS={self.api_process!r} must be inline or child")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ConfigError("FLEET_TLS_CERT and FLEET_TLS_KEY must be set together")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:

@@ -26,14 +26,16 @@ LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """In the child, before exec: SIGTERM me when the process that started me dies.
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In the child, before exec: send me ``sig`` when the process that started me dies.
 
     A private server must not outlive Fleet, not even when Fleet is SIGKILLed (no cleanup code
-    runs then). Linux only; elsewhere the normal stop() path is all there is.
+    runs then). Linux only; elsewhere the normal stop() path is all there is. The signal comes
+    when the *thread* that started the child ends: start children from a thread that lives as
+    long as the process (the event loop's, or one that does).
     """
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
 
 
 def free_port(host: str = LOOPBACK) -> int:

@@ -137,6 +137,7 @@ def test_two_claims_at_once_never_deadlock(neo4j_graph: Neo4jGraph, neo4j_driver
     """Takeovers: two runners claim the same projection at the same moment. Each claim takes the
     node's lock before it reads; a read first (``MERGE``) let both hold a shared lock and then
     wait for each other (90 of 200 attempts), which cost the aborted one a driver retry of ~1 s."""
+
     def claim(session: Session, owner: str) -> None:
         with session.begin_transaction() as tx:
             _claim_tx(tx, "graph", owner, -1_000)  # a lease already over: every claim writes

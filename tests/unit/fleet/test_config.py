@@ -49,6 +49,7 @@ def test_fleet_names_win_and_empty_means_embedded() -> None:
         ({"FLEET_STREAM_REPLICAS": "2"}, "FLEET_STREAM_REPLICAS"),
         ({"FLEET_DISPATCH_CONCURRENCY": "-1"}, "FLEET_DISPATCH_CONCURRENCY"),
         ({"FLEET_DISPATCH_CONCURRENCY": "many"}, "FLEET_DISPATCH_CONCURRENCY"),
+        ({"FLEET_API_PROCESS": "thread"}, "FLEET_API_PROCESS"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:

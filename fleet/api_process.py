@@ -1,0 +1,194 @@
+"""The gRPC API in a process of its own, started and stopped by the node that runs the rest
+(``FLEET_API_PROCESS=child``).
+
+Why a process: in one ``fleet up`` the API's event loop shares the interpreter lock with the
+projections' threads, and under a burst of submits a call waits for that lock before its handler
+runs, as long as it waits for a CPU (``docs/journal.md``, 2026-11-28). In a process of its own the
+loop has the lock to itself: that is how ``deploy/`` runs the API (the fleet-api Deployment), and
+this gives one ``fleet up`` the same form with one setting.
+
+The child is ``fleet up --components api`` on this node's servers: the same event store and
+cache, the model this node's agents call (for GetStatus), and the graph through this node's
+projections (``projectors.service``) unless it can open the configured Neo4j itself. It answers
+as the deployed API does: DeriveSubtasks needs the agents in its own process, so it answers
+UNAVAILABLE there, and the sandbox's state is this node's to report (``fleet status``'s node).
+
+Lifetimes are tied both ways. The child is SIGKILLed by the kernel when this process dies, even
+by SIGKILL (``PR_SET_PDEATHSIG``): it holds nothing a clean stop would save, the events are in
+the store, and the port is free at once for the node's next start. A child that exits on its own
+is a failure of this node (``FleetNode.failure``), which ``fleet up`` turns into exit 1 for its
+supervisor to restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fleet.config import Settings
+from fleet.embedded._process import die_with_parent
+from fleet.endpoints import RUN_FILE, Endpoints, read_run_file
+
+__all__ = ["ApiProcess", "ApiProcessExited", "api_process_for", "child_environment"]
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 120.0
+"""How long the child may take to serve (its imports, the event store, the councils' fold)."""
+STOP_TIMEOUT_S = 30.0
+"""A clean stop's bound: the API's grace for calls in flight, then its parts; SIGKILL after."""
+
+_SET_HERE = (
+    "FLEET_NATS_URL",
+    "NATS_URL",
+    "FLEET_VALKEY_URL",
+    "VALKEY_URL",
+    "REDIS_URL",
+    "FLEET_VLLM_URL",
+    "VLLM_URL",
+    "FLEET_VLLM_MODEL",
+    "VLLM_MODEL",
+    "FLEET_RAY_ADDRESS",
+    "RAY_ADDRESS",
+)
+"""Where-is-it names the child must read from this node's endpoints, not from the environment
+this node was given (which may name none: then this node started the server)."""
+
+
+class ApiProcessExited(RuntimeError):
+    """The API's process ended while this node still runs: its calls have nowhere to go."""
+
+
+def child_environment(
+    settings: Settings, endpoints: Endpoints, base: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment of ``fleet up --components api`` beside this node: ``base`` (this
+    process's, so tokens, TLS, councils and limits carry over) with this node's servers and the
+    settings this node may have taken from flags."""
+    s = settings
+    env = {k: v for k, v in base.items() if k not in _SET_HERE}
+    env.update(
+        FLEET_COMPONENTS="api",
+        FLEET_API_PROCESS="inline",
+        FLEET_DATA_DIR=str(s.data_dir / "api"),
+        FLEET_NATS_URL=endpoints.nats_url,
+        FLEET_STREAM=s.stream,
+        FLEET_STREAM_REPLICAS=str(s.stream_replicas),
+        FLEET_CACHE="on" if s.cache_enabled and endpoints.valkey_url else "off",
+        FLEET_GRAPH=s.graph,
+        FLEET_GRPC_HOST=s.grpc_host,
+        FLEET_GRPC_PORT=str(s.grpc_port),
+        FLEET_METRICS_PORT="0",  # this node's metrics stay where they were
+        FLEET_LLM_MAX_TOKENS=str(s.llm_max_tokens),
+        FLEET_AGENT_CALL_TIMEOUT=str(s.agent_call_timeout),
+    )
+    if endpoints.valkey_url:
+        env["FLEET_VALKEY_URL"] = endpoints.valkey_url
+    if endpoints.llm_url:
+        env["FLEET_VLLM_URL"] = endpoints.llm_url
+        env["FLEET_VLLM_MODEL"] = endpoints.model
+    return env
+
+
+def _argv() -> list[str]:
+    """This interpreter running Fleet's CLI: the same code and environment as this node."""
+    return [sys.executable, "-m", "fleet", "up", "--components", "api"]
+
+
+class ApiProcess:
+    """One ``fleet up --components api`` child: ``start`` waits until it serves, ``close``
+    stops it, ``background_tasks`` ends (with ``ApiProcessExited``) if it exits on its own.
+
+    Loop affinity: start and close on the node's loop, from its thread (the kernel's death
+    signal follows the thread that started the child, and the loop's lives as long as the
+    process).
+    """
+
+    def __init__(self, env: Mapping[str, str], data_dir: Path) -> None:
+        self._env = dict(env)
+        self._data_dir = data_dir
+        self._proc: asyncio.subprocess.Process | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self.run_info: dict[str, Any] = {}
+        """The child's ``run.json`` once it serves: where it listens (``grpc``), its ``pid``."""
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    async def start(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Start the child and return its ``run.json`` once it serves (the last step of its
+        start); raise ``ApiProcessExited`` if it exits first, TimeoutError if it never serves."""
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        (self._data_dir / RUN_FILE).unlink(missing_ok=True)  # a SIGKILLed child's
+        self._proc = await asyncio.create_subprocess_exec(
+            *_argv(),
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # its banner; its log lines go to stderr, with ours
+            start_new_session=True,  # signals are this node's to pass on, not a terminal's
+            preexec_fn=(
+                functools.partial(die_with_parent, signal.SIGKILL)
+                if sys.platform == "linux"
+                else None
+            ),
+        )
+        proc = self._proc
+        log.info("gRPC API starting in its own process (pid %d)", proc.pid)
+        deadline = time.monotonic() + timeout
+        while True:
+            info = read_run_file(self._data_dir)
+            if info is not None and info.get("pid") == proc.pid:
+                self.run_info = info
+                break
+            if proc.returncode is not None:
+                raise ApiProcessExited(f"the API's process exited ({proc.returncode}) at start")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the API's process did not serve in {timeout:.0f} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.1)
+        self._watch = asyncio.create_task(self._exited(proc), name="api-process")
+        return self.run_info
+
+    @staticmethod
+    async def _exited(proc: asyncio.subprocess.Process) -> None:
+        code = await proc.wait()
+        raise ApiProcessExited(f"fleet up --components api (pid {proc.pid}) exited ({code})")
+
+    def background_tasks(self) -> Sequence[asyncio.Task[None]]:
+        return [self._watch] if self._watch is not None else []
+
+    async def close(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM (the API's graceful stop), SIGKILL after ``timeout``. Idempotent."""
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ApiProcessExited):
+                await self._watch
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            log.warning("the API's process did not stop in %.0f s: killed", timeout)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
+
+def api_process_for(settings: Settings, endpoints: Endpoints) -> ApiProcess:
+    """The child for a node with these settings, once its servers are in ``endpoints``."""
+    env = child_environment(settings, endpoints, os.environ)
+    return ApiProcess(env, settings.data_dir / "api")

@@ -1,0 +1,110 @@
+"""`fleet up` with ``FLEET_API_PROCESS=child``: the node serves its gRPC API from a
+``fleet up --components api`` process of its own (``fleet.api_process``), on the servers the
+node embedded, and the two live and die together.
+
+A real `fleet up` (every server embedded in its data dir, agents on the load generator):
+
+* the API's port is served by the child, not the node; a deliberation submitted there completes,
+  and its listing (the graph, read through the node's projections) and result are answered;
+* the node stopped (SIGTERM) stops the child first and exits 0;
+* the node SIGKILLed: the kernel kills the child too, and the port is free at once; the next
+  start serves the same port from a new child with the work still there;
+* the child SIGKILLed: the node fails (exit 1, naming the API's process) for its supervisor to
+  restart, instead of running on with nothing answering its port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+
+from fleet.client import FleetClient, status_name
+from fleet.embedded._process import free_port
+from fleet.endpoints import read_run_file
+from fleet_testing.loadgen import LoadGenServer
+from tests.e2e._processes import FleetProcess
+from tests.support.processes import children, gone
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)
+
+# Settings naming an external server: unset, so the node embeds every part, as on a laptop.
+EXTERNAL = ("_URL", "_URI", "RAY_ADDRESS", "FLEET_METRICS_PORT", "FLEET_STREAM")
+
+
+def _listening(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    with socket.socket() as s:
+        return s.connect_ex((host, int(port))) == 0
+
+
+async def _started(node: FleetProcess) -> tuple[str, int]:
+    """Spawn ``node``; once ready, its API's address and the pid of the process serving it."""
+    node.spawn()
+    info = await asyncio.to_thread(node.wait_ready, 180)
+    child = read_run_file(node.data_dir / "api")
+    assert child is not None, node.tail()
+    assert child["components"] == "api" and child["grpc"] == info["grpc"]
+    pid = int(child["pid"])
+    assert node.pid is not None and pid != node.pid
+    assert pid in children(node.pid), "the API's process is not the node's child"
+    assert child["llm_url"] == info["llm_url"], "the API must probe the model the agents call"
+    return str(info["grpc"]), pid
+
+
+async def test_the_api_runs_in_a_child_that_lives_and_dies_with_its_node(tmp_path: Path) -> None:
+    async with LoadGenServer("instant") as model:
+        env = {
+            "FLEET_API_PROCESS": "child",
+            "FLEET_GRPC_PORT": str(free_port()),
+            "FLEET_WEB_PORT": "0",
+            "VLLM_URL": model.url,
+            "VLLM_MODEL": "loadgen",
+            "FLEET_AGENT_RUNTIME": "local",
+            "FLEET_SANDBOX": "off",
+        }
+        node = FleetProcess(tmp_path / "node", "all", env, start=False)
+        for name in [k for k in node.env if k not in env and any(x in k for x in EXTERNAL)]:
+            del node.env[name]
+        try:
+            address, api_pid = await _started(node)
+            async with FleetClient(address) as c:
+                await c.deliberate("write fib", task_id="child-1")
+                done = await c.wait("child-1", timeout=60)
+                assert status_name(done.status) == "COMPLETED", node.tail()
+
+                async def listed() -> bool:
+                    return "child-1" in [d.task_id for d in (await c.list()).deliberations]
+
+                await eventually(listed, timeout=30, what="the listing (the node's graph)")
+
+            # A clean stop (SIGTERM) stops the API's process first, and exits 0.
+            node.stop()
+            assert node.returncode == 0, node.tail()
+            assert gone(api_pid) and not _listening(address)
+
+            address_again, api_pid = await _started(node)
+            assert address_again == address
+            # The node SIGKILLed: no clean-up runs in it, and its API's process goes with it.
+            node.kill()
+            await eventually(lambda: gone(api_pid), timeout=10, what="the API's process ends")
+            assert not _listening(address), "the port outlived the node"
+
+            address_again, api_pid = await _started(node)
+            assert address_again == address
+            async with FleetClient(address) as c:
+                kept = await c.result("child-1")
+                assert status_name(kept.status) == "COMPLETED"
+
+            # The API's process SIGKILLed: its node stops, non-zero, and says why.
+            os.kill(api_pid, signal.SIGKILL)
+            await eventually(lambda: not node.running(), timeout=30, what="the node stops")
+            assert node.returncode == 1, node.tail()
+            assert "gRPC API process stopped" in node.output_since_spawn(), node.tail()
+        finally:
+            node.stop()
