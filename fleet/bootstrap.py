@@ -68,6 +68,7 @@ from projectors.service import (
 if TYPE_CHECKING:
     from nats.aio.client import Client as NATS
 
+    from agent_runtime.nats_backend.turns import RemoteTurns
     from projectors.cache.valkey import ValkeyDeliberationBoard
 
 __all__ = ["RUN_FILE", "Endpoints", "FleetNode", "read_run_file"]
@@ -111,7 +112,9 @@ class FleetNode(AsyncClosing):
         self.started_at = datetime.now(tz=UTC)
         """When this node was made (GetStatus's uptime counts from it)."""
         self._stats_follower: StatsFollower | None = None
-        self._remote_turns: TurnRunner | None = None
+        self._remote_turns: RemoteTurns | None = None
+        """The agents of the process that runs them, on a node that runs none (DeriveSubtasks'
+        turns, and where their checks run for GetStatus)."""
         self._on_stage = on_stage
         self._stack = contextlib.AsyncExitStack()
         self._tasks: list[asyncio.Task[None]] = []
@@ -512,7 +515,12 @@ class FleetNode(AsyncClosing):
         # Turns asked by the processes that run no agents (DeriveSubtasks on an API replica).
         from agent_runtime.nats_backend.turns import TurnService
 
-        service = TurnService(await self._nats("fleet-agent-turns"), self.settings.stream, runtime)
+        service = TurnService(
+            await self._nats("fleet-agent-turns"),
+            self.settings.stream,
+            runtime,
+            sandbox=lambda: self.sandbox,
+        )
         await service.start()
         self._stack.push_async_callback(service.close)
         return runtime
@@ -631,8 +639,8 @@ class FleetNode(AsyncClosing):
 
     def _health(self) -> NodeHealth:
         """GetStatus's probes: the event store (the stream's head through the recorder), the
-        model endpoints (the node's and every council member's own) and, where this node runs
-        the checks, the sandbox."""
+        model endpoints (the node's and every council member's own) and the sandbox where the
+        checks run: in this node, or in the process that serves its agent turns."""
         app, councils, endpoints = self.app, self.councils, self.endpoints
         assert app is not None
         node = self
@@ -649,8 +657,11 @@ class FleetNode(AsyncClosing):
             return urls
 
         async def sandbox() -> list[Problem]:
-            """A sandbox that was asked for and cannot start: DEV checks say "not run"."""
+            """A sandbox that was asked for and cannot start: DEV checks say "not run". Where
+            they run: here, or in the process serving this node's agent turns."""
             state = node.sandbox
+            if state is None and node._remote_turns is not None:
+                state = await node._remote_turns.sandbox()
             if state is None or state.available or state.mode == "off":
                 return []
             return [Problem(f"sandbox ({state.mode}) cannot start: {state.reason}; DEV code is "

@@ -1,5 +1,5 @@
-"""One agent turn asked of another Fleet process over NATS request/reply, for a process that
-runs no agents itself.
+"""One agent turn (and where the agents' checks run) asked of another Fleet process over NATS
+request/reply, for a process that runs no agents itself.
 
 Why: DeriveSubtasks asks each role's council for a task list, one turn each, and the API
 answers it. Where the API runs without agents (an API replica, ``fleet up --components api``, as
@@ -7,13 +7,16 @@ answers it. Where the API runs without agents (an API replica, ``fleet up --comp
 had nothing to ask and answered UNAVAILABLE. A process that runs the agents (the dispatcher's)
 now serves turns on the NATS connection every Fleet process has: no port, nothing to discover
 (the subject is named after the event stream), and any one of several such processes answers
-(a queue group).
+(a queue group). The same process says whether its sandbox can start, so that the API's GetStatus
+tells the truth about DEV checks that would not run ("degraded") wherever the API runs.
 
-Wire: subject ``fleet.agents.<stream>.turn``, queue group ``fleet-agent-turns``. The request is
-the ``AgentTurn``, the reply ``{"ok": TurnResult}`` or ``{"error": message}``, JSON as the work
-queue carries them (``_wire``). What the serving runtime raises (its ``AgentRuntimeError`` or a
-timeout) comes back as ``AgentTurnError`` with its message; so does "no process serves turns"
-(NATS answers "no responders" at once) and no answer within the turn's time limit.
+Wire: subjects ``fleet.agents.<stream>.turn`` and ``.sandbox``, queue group
+``fleet-agent-turns``. A turn's request is the ``AgentTurn``, the reply ``{"ok": TurnResult}``
+or ``{"error": message}``, JSON as the work queue carries them (``_wire``); ``sandbox`` answers
+``{"ok": SandboxState}`` (``null`` where the process does not know). What the serving runtime
+raises (its ``AgentRuntimeError`` or a timeout) comes back as ``AgentTurnError`` with its
+message; so does "no process serves turns" (NATS answers "no responders" at once) and no answer
+within the turn's time limit.
 
 Loop affinity: the service and the client live on the loop of their NATS connection.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 
 import nats.errors
 from nats.aio.client import Client as NATS
@@ -30,19 +34,26 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from agent_runtime.api import AgentRuntimeError, AgentTurn, AgentTurnError, TurnResult, TurnRunner
+from agent_runtime.checks.sandbox import SandboxState
 from agent_runtime.nats_backend._wire import decode, encode
 
-__all__ = ["RemoteTurns", "TurnService", "turn_subject"]
+__all__ = ["RemoteTurns", "TurnService", "agents_subject", "turn_subject"]
 
 log = logging.getLogger(__name__)
 
 QUEUE_GROUP = "fleet-agent-turns"
 REPLY_SLACK_S = 5.0
 """A turn's reply may take its time limit plus this (the round trip, a busy serving process)."""
+SANDBOX_TIMEOUT_S = 2.0
+"""How long GetStatus's probe waits for the agents' process to say where its checks run."""
+
+
+def agents_subject(stream: str, op: str) -> str:
+    return f"fleet.agents.{stream}.{op}"
 
 
 def turn_subject(stream: str) -> str:
-    return f"fleet.agents.{stream}.turn"
+    return agents_subject(stream, "turn")
 
 
 class TurnService:
@@ -52,15 +63,22 @@ class TurnService:
     be asked at once.
     """
 
-    def __init__(self, nc: NATS, stream: str, runtime: TurnRunner) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        stream: str,
+        runtime: TurnRunner,
+        sandbox: Callable[[], SandboxState | None] = lambda: None,
+    ) -> None:
         self._nc = nc
         self._stream = stream
         self._runtime = runtime
+        self._sandbox = sandbox
         self._sub: Subscription | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        to = turn_subject(self._stream)
+        to = agents_subject(self._stream, "*")
         self._sub = await self._nc.subscribe(to, queue=QUEUE_GROUP, cb=self._on_request)
         await self._nc.flush()  # subscribed at the server before anyone asks
         log.info("serving agent turns for %s on %s", self._stream, to)
@@ -81,6 +99,18 @@ class TurnService:
 
     async def _answer(self, msg: Msg) -> None:
         payload: dict[str, object]
+        if msg.subject.rsplit(".", 1)[-1] == "sandbox":
+            state = self._sandbox()
+            payload = {"ok": encode(state) if state is not None else None}
+        elif msg.subject != turn_subject(self._stream):
+            payload = {"error": f"no agents request {msg.subject!r}"}
+        else:
+            payload = await self._turn(msg)
+        if msg.reply:
+            await self._nc.publish(msg.reply, json.dumps(payload).encode())
+
+    async def _turn(self, msg: Msg) -> dict[str, object]:
+        payload: dict[str, object]
         try:
             turn = decode(AgentTurn, json.loads(msg.data))
         except ValueError as e:  # json's errors are ValueErrors too
@@ -93,8 +123,7 @@ class TurnService:
             except Exception as e:
                 log.exception("agent turn %s of %s failed", turn.agent_id, turn.deliberation_id)
                 payload = {"error": f"{type(e).__name__} in the serving process (see its log)"}
-        if msg.reply:
-            await self._nc.publish(msg.reply, json.dumps(payload).encode())
+        return payload
 
 
 class RemoteTurns:
@@ -122,3 +151,14 @@ class RemoteTurns:
         if "error" in reply:
             raise AgentTurnError(str(reply["error"]))
         return decode(TurnResult, reply["ok"])
+
+    async def sandbox(self) -> SandboxState | None:
+        """Where the agents' checks run, as the process serving turns found it; None when no
+        process answers in time or it does not know."""
+        to = agents_subject(self._stream, "sandbox")
+        try:
+            msg = await self._nc.request(to, b"", timeout=SANDBOX_TIMEOUT_S)
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            return None
+        state = json.loads(msg.data).get("ok")
+        return decode(SandboxState, state) if state is not None else None

@@ -1,7 +1,8 @@
 """Agent turns asked of another process over NATS (``agent_runtime.nats_backend.turns``), on a
 real nats-server: the answer comes back whole, the serving runtime's failure comes back as an
-``AgentTurnError`` with its reason, a turn nobody answers in time fails with a bound, and a
-malformed request is answered, not dropped. (Asking with no process serving, and the whole
+``AgentTurnError`` with its reason, a turn nobody answers in time fails with a bound, a
+malformed request is answered, not dropped, and where the agents' checks run comes back as
+found (unknown when nobody serves). (Asking with no process serving, and the whole
 DeriveSubtasks path: ``tests/integration/fleet/test_planning_rpcs.py``.)
 
 The serving runtime here is a test double: these tests are about the wire, not about models.
@@ -19,6 +20,7 @@ import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from agent_runtime.api import AgentTurn, AgentTurnError, Sampling, TurnResult
+from agent_runtime.checks.sandbox import SandboxState
 from agent_runtime.nats_backend.turns import RemoteTurns, TurnService, turn_subject
 
 pytestmark = pytest.mark.timeout(30)
@@ -74,5 +76,17 @@ async def test_turns_cross_processes_with_their_answers_and_failures(
 
         reply = await nc.request(turn_subject(nats_stream), b"not json", timeout=5)
         assert "malformed agent turn" in json.loads(reply.data)["error"]
+    finally:
+        await service.close()
+
+
+async def test_where_the_agents_checks_run_crosses_too(nc: NATS, nats_stream: str) -> None:
+    turns = RemoteTurns(nc, nats_stream)
+    assert await turns.sandbox() is None  # nobody serves: not known, not "fine"
+    refused = SandboxState("auto", False, "bwrap: No space left on device creating a namespace")
+    service = TurnService(nc, nats_stream, Scripted(), sandbox=lambda: refused)
+    await service.start()
+    try:
+        assert await turns.sandbox() == refused
     finally:
         await service.close()

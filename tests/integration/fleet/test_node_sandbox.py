@@ -1,5 +1,6 @@
 """A node whose agents cannot start the sandbox says so: one warning line at start, with the
-probe's reason, and the sandbox's state in GetNodeStatus and ``fleet projections status``.
+probe's reason, and the sandbox's state in GetNodeStatus and ``fleet projections status``; the
+seed's GetStatus calls it a problem, on that node and on an API replica beside it.
 
 The refusal is the kernel's, as in a pod that has no user namespaces provisioned: ``fleet up``
 runs as an unprivileged uid inside a user namespace whose ``user.max_user_namespaces`` allows
@@ -46,7 +47,10 @@ def _refusal_works() -> bool:
     return probe.returncode == 0 and probe.stdout.strip() == "1000"
 
 
-def _node(tmp_path: Path, nats: NatsServer, *, refused: bool) -> tuple[FleetProcess, str]:
+def _node(
+    tmp_path: Path, nats: NatsServer, *, refused: bool
+) -> tuple[FleetProcess, str, dict[str, str]]:
+    """The node, its API's address, and its settings (for a replica beside it)."""
     grpc_port = free_port()
     env = {
         "NATS_URL": nats.url,
@@ -65,7 +69,7 @@ def _node(tmp_path: Path, nats: NatsServer, *, refused: bool) -> tuple[FleetProc
         up.argv = [*NO_NESTED_USERNS, *up.argv]
     up.spawn()
     up.wait_ready(90)
-    return up, f"127.0.0.1:{grpc_port}"
+    return up, f"127.0.0.1:{grpc_port}", env
 
 
 async def _node_status(address: str) -> pb.GetNodeStatusResponse:
@@ -90,7 +94,8 @@ async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
 ) -> None:
     if not _refusal_works():
         pytest.skip("this machine cannot run a process in a user namespace without children")
-    up, address = _node(tmp_path, private_nats_server, refused=True)
+    up, address, env = _node(tmp_path, private_nats_server, refused=True)
+    replica: FleetProcess | None = None
     try:
         warnings = [line for line in up.tail(100_000).splitlines() if "sandbox unavailable" in line]
         assert len(warnings) == 1, up.tail()
@@ -108,14 +113,26 @@ async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
         # problems (its model endpoint, named and never started here, is another).
         problems = await _status_problems(address)
         assert any(p.startswith("sandbox (auto) cannot start") for p in problems), problems
+
+        # An API replica beside it (as deploy/ runs the API) runs no checks, and asks the
+        # process that runs the agents: its GetStatus says the same.
+        replica_port = free_port()
+        replica = FleetProcess(
+            tmp_path / "replica", "api", {**env, "FLEET_GRPC_PORT": str(replica_port)}
+        )
+        replica.wait_ready(90)
+        seen = await _status_problems(f"127.0.0.1:{replica_port}")
+        assert any(p.startswith("sandbox (auto) cannot start") for p in seen), seen
     finally:
+        if replica is not None:
+            replica.stop()
         up.stop()
 
 
 async def test_the_same_node_with_namespaces_has_its_sandbox(
     tmp_path: Path, private_nats_server: NatsServer
 ) -> None:
-    up, address = _node(tmp_path, private_nats_server, refused=False)
+    up, address, _ = _node(tmp_path, private_nats_server, refused=False)
     try:
         status = await _node_status(address)
         assert status.HasField("sandbox"), up.tail()
