@@ -16,8 +16,10 @@ UNAVAILABLE there, and the sandbox's state is this node's to report (``fleet sta
 Lifetimes are tied both ways. The child is SIGKILLed by the kernel when this process dies, even
 by SIGKILL (``PR_SET_PDEATHSIG``): it holds nothing a clean stop would save, the events are in
 the store, and the port is free at once for the node's next start. A child that exits on its own
-is a failure of this node (``FleetNode.failure``), which ``fleet up`` turns into exit 1 for its
-supervisor to restart.
+is started again (it keeps no state: the port and the work are where they were), so an API
+crash costs a second of that API, not a restart of the node's agents and servers. One that keeps
+exiting (more than ``RESTARTS`` times in ``RESTART_WINDOW_S``) is a failure of this node
+(``FleetNode.failure``), which ``fleet up`` turns into exit 1 for its supervisor.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ START_TIMEOUT_S = 120.0
 """How long the child may take to serve (its imports, the event store, the councils' fold)."""
 STOP_TIMEOUT_S = 30.0
 """A clean stop's bound: the API's grace for calls in flight, then its parts; SIGKILL after."""
+RESTARTS = 5
+RESTART_WINDOW_S = 60.0
+"""More than ``RESTARTS`` exits within this many seconds: the child is not started again."""
+RESTART_DELAY_S = 0.5
+"""Between an exit and the next start: a child failing at once does not spin a core."""
 
 _SET_HERE = (
     "FLEET_NATS_URL",
@@ -107,7 +114,8 @@ def _argv() -> list[str]:
 
 class ApiProcess:
     """One ``fleet up --components api`` child: ``start`` waits until it serves, ``close``
-    stops it, ``background_tasks`` ends (with ``ApiProcessExited``) if it exits on its own.
+    stops it; one that exits on its own is started again, and ``background_tasks`` ends (with
+    ``ApiProcessExited``) once it has exited more than ``RESTARTS`` times in a window.
 
     Loop affinity: start and close on the node's loop, from its thread (the kernel's death
     signal follows the thread that started the child, and the loop's lives as long as the
@@ -128,7 +136,13 @@ class ApiProcess:
 
     async def start(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
         """Start the child and return its ``run.json`` once it serves (the last step of its
-        start); raise ``ApiProcessExited`` if it exits first, TimeoutError if it never serves."""
+        start); raise ``ApiProcessExited`` if it exits first, TimeoutError if it never serves.
+        From then on it is watched, and started again when it exits."""
+        info = await self._spawn(timeout)
+        self._watch = asyncio.create_task(self._supervise(timeout), name="api-process")
+        return info
+
+    async def _spawn(self, timeout: float) -> dict[str, Any]:
         self._data_dir.mkdir(parents=True, exist_ok=True)
         (self._data_dir / RUN_FILE).unlink(missing_ok=True)  # a SIGKILLed child's
         self._proc = await asyncio.create_subprocess_exec(
@@ -157,13 +171,35 @@ class ApiProcess:
                 raise TimeoutError(f"the API's process did not serve in {timeout:.0f} s")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), 0.1)
-        self._watch = asyncio.create_task(self._exited(proc), name="api-process")
         return self.run_info
 
-    @staticmethod
-    async def _exited(proc: asyncio.subprocess.Process) -> None:
-        code = await proc.wait()
-        raise ApiProcessExited(f"fleet up --components api (pid {proc.pid}) exited ({code})")
+    async def _supervise(self, timeout: float) -> None:
+        """Start the child again each time it exits; raise once it exits too often."""
+        exits: list[float] = []
+        while True:
+            proc = self._proc
+            assert proc is not None
+            code = await proc.wait()
+            now = time.monotonic()
+            exits = [t for t in exits if now - t < RESTART_WINDOW_S] + [now]
+            if len(exits) > RESTARTS:
+                raise ApiProcessExited(
+                    f"fleet up --components api exited {len(exits)} times in "
+                    f"{RESTART_WINDOW_S:.0f} s (the last, pid {proc.pid}, with {code}): "
+                    "not started again"
+                )
+            log.warning("the API's process (pid %d) exited (%s): starting it again", proc.pid, code)
+            await asyncio.sleep(RESTART_DELAY_S)
+            try:
+                await self._spawn(timeout)
+                log.info("the API's process serves again (pid %s)", self.pid)
+            except ApiProcessExited:
+                continue  # counted as the loop waits on it again, at once
+            except TimeoutError:
+                stuck = self._proc  # never served: end it, and count it
+                if stuck is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        stuck.kill()
 
     def background_tasks(self) -> Sequence[asyncio.Task[None]]:
         return [self._watch] if self._watch is not None else []
