@@ -10,8 +10,9 @@ this gives one ``fleet up`` the same form with one setting.
 The child is ``fleet up --components api`` on this node's servers: the same event store and
 cache, the model this node's agents call (for GetStatus), and the graph through this node's
 projections (``projectors.service``) unless it can open the configured Neo4j itself. It answers
-as the deployed API does: DeriveSubtasks needs the agents in its own process, so it answers
-UNAVAILABLE there, and the sandbox's state is this node's to report (``fleet status``'s node).
+as the deployed API does: DeriveSubtasks' turns, and whether the checks' sandbox starts, come
+from this node's agents over NATS (``agent_runtime.nats_backend.turns``); GetNodeStatus
+describes the child's own process.
 
 Lifetimes are tied both ways. The child is SIGKILLed by the kernel when this process dies, even
 by SIGKILL (``PR_SET_PDEATHSIG``): it holds nothing a clean stop would save, the events are in
@@ -73,7 +74,7 @@ this node was given (which may name none: then this node started the server)."""
 
 
 class ApiProcessExited(RuntimeError):
-    """The API's process ended while this node still runs: its calls have nowhere to go."""
+    """The API's process failed to start, or kept exiting: its calls have nowhere to go."""
 
 
 def child_environment(
@@ -169,8 +170,7 @@ class ApiProcess:
                 raise ApiProcessExited(f"the API's process exited ({proc.returncode}) at start")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the API's process did not serve in {timeout:.0f} s")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.1)
+            await asyncio.sleep(0.1)  # the loop's child watcher sets returncode when it exits
         return self.run_info
 
     async def _supervise(self, timeout: float) -> None:

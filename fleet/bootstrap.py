@@ -686,7 +686,8 @@ class FleetNode(AsyncClosing):
 
     async def _start_api_process(self) -> None:
         """The API as ``fleet up --components api`` beside this node; stopped first (newest
-        first), and watched: its exit fails this node."""
+        first), started again when it exits, and watched: one that keeps exiting fails this
+        node."""
         from fleet.api_process import api_process_for
 
         child = api_process_for(self.settings, self.endpoints)

@@ -113,7 +113,7 @@ class TurnService:
         payload: dict[str, object]
         try:
             turn = decode(AgentTurn, json.loads(msg.data))
-        except ValueError as e:  # json's errors are ValueErrors too
+        except (ValueError, TypeError) as e:  # not JSON, not an object, or a field missing
             payload = {"error": f"malformed agent turn: {e}"}
         else:
             try:

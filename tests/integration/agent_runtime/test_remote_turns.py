@@ -74,8 +74,9 @@ async def test_turns_cross_processes_with_their_answers_and_failures(
         with pytest.raises(AgentTurnError, match=r"no agent turn answer within 5\.1 s"):
             await turns.run_turn(turn("hang", timeout_s=0.1))
 
-        reply = await nc.request(turn_subject(nats_stream), b"not json", timeout=5)
-        assert "malformed agent turn" in json.loads(reply.data)["error"]
+        for junk in (b"not json", b"[1]", b'{"agent_id": "a"}'):  # the last lacks fields
+            reply = await nc.request(turn_subject(nats_stream), junk, timeout=5)
+            assert "malformed agent turn" in json.loads(reply.data)["error"], junk
     finally:
         await service.close()
 
