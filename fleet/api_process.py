@@ -28,21 +28,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fleet.config import Settings
-from fleet.embedded._process import die_with_parent
+from fleet.embedded._process import die_with_parent, free_port
 from fleet.endpoints import RUN_FILE, Endpoints, read_run_file
 
-__all__ = ["ApiProcess", "ApiProcessExited", "api_process_for", "child_environment"]
+__all__ = ["ApiProcess", "ApiProcessExited", "PortHold", "api_process_for", "child_environment"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,13 @@ _SET_HERE = (
 this node was given (which may name none: then this node started the server)."""
 
 
+class PortHold(Protocol):
+    """The node listening on the API port until its child serves it (health NOT_SERVING, every
+    RPC UNAVAILABLE): a probe tells "starting" from "down", and no connection is refused."""
+
+    async def close(self) -> None: ...
+
+
 class ApiProcessExited(RuntimeError):
     """The API's process failed to start, or kept exiting: its calls have nowhere to go."""
 
@@ -95,8 +103,12 @@ def child_environment(
         FLEET_CACHE="on" if s.cache_enabled and endpoints.valkey_url else "off",
         FLEET_GRAPH=s.graph,
         FLEET_GRPC_HOST=s.grpc_host,
-        FLEET_GRPC_PORT=str(s.grpc_port),
-        FLEET_METRICS_PORT="0",  # this node's metrics stay where they were
+        # The port the node holds while the child starts (a free one it took for port 0).
+        FLEET_GRPC_PORT=endpoints.grpc.rsplit(":", 1)[1] if endpoints.grpc else str(s.grpc_port),
+        FLEET_NODE_ENDPOINTS=json.dumps(vars(endpoints)),
+        # Its own per-call figures on a loopback port the node's /metrics reads (``include``).
+        FLEET_METRICS_HOST="127.0.0.1",
+        FLEET_METRICS_PORT=str(free_port()) if endpoints.metrics else "0",
         FLEET_LLM_MAX_TOKENS=str(s.llm_max_tokens),
         FLEET_AGENT_CALL_TIMEOUT=str(s.agent_call_timeout),
     )
@@ -123,9 +135,20 @@ class ApiProcess:
     process).
     """
 
-    def __init__(self, env: Mapping[str, str], data_dir: Path) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        data_dir: Path,
+        *,
+        held: PortHold | None = None,
+        hold: Callable[[], Awaitable[PortHold]] | None = None,
+    ) -> None:
         self._env = dict(env)
         self._data_dir = data_dir
+        self._held = held
+        """The node's hold on the port (opened at the node's start), released once the child
+        serves; ``hold`` takes it again while a child that exited is started anew."""
+        self._hold = hold
         self._proc: asyncio.subprocess.Process | None = None
         self._watch: asyncio.Task[None] | None = None
         self.run_info: dict[str, Any] = {}
@@ -144,6 +167,11 @@ class ApiProcess:
         return info
 
     async def _spawn(self, timeout: float) -> dict[str, Any]:
+        if self._held is None and self._hold is not None:
+            try:
+                self._held = await self._hold()
+            except Exception as e:  # a taken port: the child says so as it fails
+                log.warning("the API port is not held while its process restarts: %s", e)
         self._data_dir.mkdir(parents=True, exist_ok=True)
         (self._data_dir / RUN_FILE).unlink(missing_ok=True)  # a SIGKILLed child's
         self._proc = await asyncio.create_subprocess_exec(
@@ -170,8 +198,14 @@ class ApiProcess:
                 raise ApiProcessExited(f"the API's process exited ({proc.returncode}) at start")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the API's process did not serve in {timeout:.0f} s")
-            await asyncio.sleep(0.1)  # the loop's child watcher sets returncode when it exits
+            await asyncio.sleep(0.05)  # the loop's child watcher sets returncode when it exits
+        await self._release()
         return self.run_info
+
+    async def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            await held.close()
 
     async def _supervise(self, timeout: float) -> None:
         """Start the child again each time it exits; raise once it exits too often."""
@@ -210,6 +244,7 @@ class ApiProcess:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, ApiProcessExited):
                 await self._watch
+        await self._release()
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
@@ -224,7 +259,14 @@ class ApiProcess:
             await proc.wait()
 
 
-def api_process_for(settings: Settings, endpoints: Endpoints) -> ApiProcess:
-    """The child for a node with these settings, once its servers are in ``endpoints``."""
+def api_process_for(
+    settings: Settings,
+    endpoints: Endpoints,
+    *,
+    held: PortHold | None = None,
+    hold: Callable[[], Awaitable[PortHold]] | None = None,
+) -> ApiProcess:
+    """The child for a node with these settings, once its servers are in ``endpoints``; with
+    ``held``, the node's hold on the port, which the child takes over."""
     env = child_environment(settings, endpoints, os.environ)
-    return ApiProcess(env, settings.data_dir / "api")
+    return ApiProcess(env, settings.data_dir / "api", held=held, hold=hold)

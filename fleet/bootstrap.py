@@ -41,7 +41,7 @@ from dispatchers.councils import startup_councils
 from dispatchers.derivation import DerivationOptions
 from fleet.agents import checks_sandbox, make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
-from fleet.endpoints import RUN_FILE, Endpoints, read_run_file
+from fleet.endpoints import RUN_FILE, Endpoints, endpoints_from_json, read_run_file
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
@@ -165,9 +165,10 @@ class FleetNode(AsyncClosing):
             api_child = "api" in runs and s.api_process == "child" and runs != {"api"}
             # First, so a probe sees NOT_SERVING while the rest starts (when forking servers
             # with gRPC running is safe: ``fork_handlers_off``); else last, as it is ready.
-            api_first = "api" in runs and not api_child and fork_handlers_off()
+            # With the API in a child, the node holds the port so until the child serves.
+            api_first = "api" in runs and fork_handlers_off()
             if api_first:
-                await self._open_api()
+                await self._open_api(hand_over=api_child)
             await self._stage("event store (JetStream)", self._start_event_store)
             await self._stage("councils", self._start_councils)
             board, graph = None, None
@@ -570,31 +571,43 @@ class FleetNode(AsyncClosing):
             self._stack.push_async_callback(self.metrics.close)
             self.endpoints.metrics = f"http://{s.metrics_host}:{port}/metrics"
 
-    async def _open_api(self) -> None:
+    async def _open_api(self, *, hand_over: bool = False) -> GrpcServer:
         """Listen on the API port at once, health NOT_SERVING and every RPC UNAVAILABLE.
 
         A probe (Kubernetes, a load balancer, ``grpc_health_probe``) then tells a node that is
         starting from one that is down, and a port already taken fails ``fleet up`` before
         anything else starts. ``_start_api`` serves the RPCs once their parts exist.
+
+        ``hand_over``: this node's API child will serve the port; this server holds it until
+        then (``fleet.api_process``), and the child binds it beside this one.
         """
+        server = self._api_server(shared=hand_over, check_free=True)
+        await server.open()
+        self._stack.push_async_callback(server.close)  # when start-up fails part way
+        self.servers["grpc"] = self._grpc = server
+        self.endpoints.grpc = f"{self.settings.grpc_host}:{server.port}"
+        return server
+
+    def _api_server(self, *, shared: bool, check_free: bool) -> GrpcServer:
+        """The API's server with this node's TLS and token, not yet listening."""
         s = self.settings
+        if s.node_endpoints and endpoints_from_json(s.node_endpoints).grpc:
+            shared, check_free = True, False  # the API child of a node that holds the port
         credentials = None
         if s.tls_cert_file is not None and s.tls_key_file is not None:
             credentials = server_credentials(s.tls_cert_file, s.tls_key_file, s.tls_client_ca_file)
         elif s.api_token and s.grpc_host not in ("127.0.0.1", "localhost", "::1"):
             log.warning("FLEET_API_TOKEN without TLS: the token crosses the network in clear")
         interceptors = [BearerTokenInterceptor(s.api_token)] if s.api_token else []
-        server = GrpcServer(
+        return GrpcServer(
             OrchestratorServicer(),
             host=s.grpc_host,
             port=s.grpc_port,
             credentials=credentials,
             interceptors=interceptors,
+            shared=shared,
+            check_free=check_free,
         )
-        await server.open()
-        self._stack.push_async_callback(server.close)  # when start-up fails part way
-        self.servers["grpc"] = self._grpc = server
-        self.endpoints.grpc = f"{s.grpc_host}:{server.port}"
 
     async def _stats(self) -> StatsFollower:
         """GetStatus's and GetMetrics' fold of the event stream: one per node, however many of
@@ -612,6 +625,15 @@ class FleetNode(AsyncClosing):
         s = self.settings
         stats = await self._stats()
         assert self.queries is not None and self.hub is not None
+        endpoints, sandbox = self.endpoints, self.sandbox
+        turns = await self._turns()
+        if s.node_endpoints:
+            # The API child of a node: GetNodeStatus describes that node (where its parts
+            # listen, its process, where its checks run), which is what its operator asks.
+            endpoints = endpoints_from_json(s.node_endpoints)
+            endpoints.grpc = self.endpoints.grpc
+            if self._remote_turns is not None:
+                sandbox = await self._remote_turns.sandbox()
         return ApiServices(
             self._observed_store(),
             self.queries,
@@ -619,13 +641,13 @@ class FleetNode(AsyncClosing):
             watch=self.hub,
             listing=DeliberationListing(graph),
             projections=self.control,
-            endpoints=self.endpoints,
+            endpoints=endpoints,
             plan_options=plan_options(s),
             startup_councils=tuple(startup_councils(s.councils, model=self.endpoints.model or "")),
             stats=stats,
             started_at=self.started_at,
             records=self._observed_store(),
-            runtime=await self._turns(),
+            runtime=turns,
             derivation=DerivationOptions(
                 Sampling(self.endpoints.model, 0.2, None, "", s.llm_max_tokens),
                 s.agent_call_timeout,
@@ -633,7 +655,7 @@ class FleetNode(AsyncClosing):
             councils=self.councils,
             council_admin=self.councils,
             health=self._health(),
-            sandbox=self.sandbox,
+            sandbox=sandbox,
             in_flight=InFlightBound(s.max_in_flight, stats) if s.max_in_flight else None,
         )
 
@@ -690,9 +712,24 @@ class FleetNode(AsyncClosing):
         node."""
         from fleet.api_process import api_process_for
 
-        child = api_process_for(self.settings, self.endpoints)
+        held, self._grpc = self._grpc, None  # this node's hold on the port, if it took one
+
+        async def hold() -> _PortHold:
+            server = self._api_server(shared=True, check_free=True)
+            await server.open()
+            return _PortHold(server)
+
+        child = api_process_for(
+            self.settings,
+            self.endpoints,
+            held=_PortHold(held) if held is not None else None,
+            hold=hold if held is not None else None,
+        )
         self._stack.push_async_callback(child.close)  # also when it fails to start
         info = await child.start()
+        if self.metrics is not None:  # the child's store writes and watchers, read per scrape
+            self.metrics.include(lambda: str(child.run_info.get("metrics") or ""), "api")
+        self.servers.pop("grpc", None)  # the child's now
         self.servers["api process"] = child
         self.endpoints.grpc = str(info.get("grpc", ""))
         self.watch("gRPC API process", child)
@@ -776,6 +813,19 @@ class FleetNode(AsyncClosing):
     async def __aenter__(self) -> FleetNode:
         await self.start()
         return self
+
+
+class _PortHold:
+    """A node's NOT_SERVING server on its API port, closed as its API child serves: it stops
+    listening at once; a probe's open call gets a moment to end."""
+
+    GRACE_S = 0.5
+
+    def __init__(self, server: GrpcServer) -> None:
+        self._server = server
+
+    async def close(self) -> None:
+        await self._server.close(self.GRACE_S)
 
 
 def _graph_down() -> tuple[type[BaseException], ...]:

@@ -211,6 +211,11 @@ class Settings:
     ``inline`` (in this process) or ``child`` (a ``fleet up --components api`` this node starts
     and stops, as ``deploy/`` runs the API; ``fleet.api_process``). A child's event loop shares
     the interpreter lock with no projection, so submits keep their pace under a burst."""
+    node_endpoints: str = ""
+    """``FLEET_NODE_ENDPOINTS``, set by a node for its API child (not by hand): the node's
+    ``Endpoints`` as JSON. The child then describes the node in GetNodeStatus, and, where the
+    node holds the API port while it starts (``grpc`` is set), binds that port beside it
+    (``fleet.api_process``)."""
     web_host: str = "127.0.0.1"
     """Where the web console listens (``FLEET_WEB_HOST``): loopback unless asked otherwise."""
     web_port: int = 0
@@ -339,6 +344,7 @@ class Settings:
             sandbox=(_first(e, "FLEET_SANDBOX") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
             api_process=(_first(e, "FLEET_API_PROCESS") or "inline").lower(),
+            node_endpoints=_first(e, "FLEET_NODE_ENDPOINTS") or "",
             web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
             web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),
             metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),

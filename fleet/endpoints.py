@@ -32,6 +32,19 @@ class Endpoints:
     pid: int = field(default_factory=os.getpid)
 
 
+def endpoints_from_json(text: str) -> Endpoints:
+    """``Endpoints`` as ``json.dumps(vars(endpoints))`` wrote them (unknown keys ignored).
+
+    Raises:
+        ValueError: not a JSON object.
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("endpoints: not a JSON object")
+    known = {f for f in Endpoints.__dataclass_fields__}
+    return Endpoints(**{k: v for k, v in data.items() if k in known})
+
+
 def read_run_file(data_dir: Path) -> dict[str, Any] | None:
     """The endpoints a running ``fleet up`` wrote, or None."""
     try:

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -44,7 +45,10 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from agent_runtime.nats_backend.runtime import QueueNames
 from aggregates import Deliberation
@@ -185,11 +189,52 @@ class _QueueDepths(Collector):
         self.values = values
 
 
+PER_PROCESS = ("fleet_store_write_seconds", "fleet_watch_streams")
+"""The families a node's API child measures itself (its store writes, its watchers), which the
+node's ``/metrics`` carries beside its own (``FleetMetrics.include``). The others derive from the
+event stream, which both processes see alike."""
+
+
+class _Registry(CollectorRegistry):
+    """A node's registry, with the ``PER_PROCESS`` samples of the processes it ``include``s
+    merged into its own families (one family per name, as the exposition format requires)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.included: list[tuple[Callable[[], str], str]] = []
+
+    def collect(self) -> Iterator[Metric]:
+        extra: dict[str, list[Sample]] = {}
+        for url, process in list(self.included):
+            for family in _scrape(url()):
+                if family.name in PER_PROCESS:
+                    extra.setdefault(family.name, []).extend(
+                        s._replace(labels={**s.labels, "process": process}) for s in family.samples
+                    )
+        for family in super().collect():
+            family.samples.extend(extra.get(family.name, ()))  # a new Metric per collect
+            yield family
+
+
+def _scrape(url: str) -> list[Metric]:
+    """The families served at ``url`` (none when unset or it does not answer in a second: a
+    child restarting leaves a gap in its series, not a failed scrape of the node)."""
+    if not url:
+        return []
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as r:
+            text = r.read().decode()
+    except (OSError, ValueError) as e:
+        log.debug("metrics of %s not read: %s", url, e)
+        return []
+    return list(text_string_to_metric_families(text))
+
+
 class FleetMetrics:
     """One registry per node (not the global one: tests run several nodes in one process)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = _Registry()
         r = self.registry
         self.deliberations = Counter(
             "fleet_deliberations", "Deliberations entering a status", ["status"], registry=r
@@ -234,6 +279,11 @@ class FleetMetrics:
         self, head: Callable[[], int | None], runners: Sequence[PositionedProjection]
     ) -> None:
         self.registry.register(_Lag(head, runners))
+
+    def include(self, url: Callable[[], str], process: str) -> None:
+        """Serve the ``PER_PROCESS`` samples of the process whose metrics are at ``url()``
+        (read at each scrape) beside this one's, labelled ``process``."""
+        self.registry.included.append((url, process))
 
     def track_dispatcher(self, dispatcher: ActiveCount) -> None:
         self.dispatcher_active.set_function(lambda: float(dispatcher.active))

@@ -110,7 +110,11 @@ class GrpcServer(AsyncClosing):
     ``close``, so a load balancer drains the node before it stops.
 
     The port is this server's alone: gRPC would otherwise set ``SO_REUSEPORT`` and a second
-    node on the same port would silently take half of the calls.
+    node on the same port would silently take half of the calls. ``shared=True`` is the one
+    exception, a hand-over between two servers of one node (``fleet.api_process``): the node
+    listens with ``SO_REUSEPORT`` while it starts, its API child binds the same port the same way
+    (``check_free=False``: the node holds it), and the node stops listening once the child
+    serves, so the port never refuses a connection in between.
     """
 
     def __init__(
@@ -121,6 +125,8 @@ class GrpcServer(AsyncClosing):
         port: int,
         credentials: grpc.ServerCredentials | None = None,
         interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        shared: bool = False,
+        check_free: bool = True,
     ) -> None:
         self.address = f"{host}:{port}"
         self.servicer = servicer
@@ -130,7 +136,7 @@ class GrpcServer(AsyncClosing):
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", 1 if shared else 0),
             ],
         )
         pb_grpc.add_OrchestratorServiceServicer_to_server(servicer, self._server)  # type: ignore[no-untyped-call]
@@ -139,13 +145,16 @@ class GrpcServer(AsyncClosing):
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        self.port = self._bind(host, port, credentials)
+        self.port = self._bind(host, port, credentials, check_free)
         self._stopped = False
 
-    def _bind(self, host: str, port: int, credentials: grpc.ServerCredentials | None) -> int:
+    def _bind(
+        self, host: str, port: int, credentials: grpc.ServerCredentials | None, check_free: bool
+    ) -> int:
         """Listen on ``host:port`` (TLS, and mTLS, when credentials are given) or raise
         ``ListenError`` naming the address; gRPC itself only says "Failed to bind"."""
-        _require_free(host, port)
+        if check_free:
+            _require_free(host, port)
         try:
             bound = (
                 self._server.add_secure_port(self.address, credentials)

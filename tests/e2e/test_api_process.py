@@ -20,14 +20,17 @@ import asyncio
 import os
 import signal
 import socket
+import urllib.request
 from pathlib import Path
 
+import grpc
 import pytest
 
 from fleet.api_process import RESTARTS
 from fleet.client import FleetClient, status_name
 from fleet.embedded._process import free_port
 from fleet.endpoints import read_run_file
+from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet_testing.loadgen import LoadGenServer
 from tests.e2e._processes import FleetProcess
 from tests.support.processes import children, gone
@@ -37,6 +40,11 @@ pytestmark = pytest.mark.timeout(300)
 
 # Settings naming an external server: unset, so the node embeds every part, as on a laptop.
 EXTERNAL = ("_URL", "_URI", "RAY_ADDRESS", "FLEET_METRICS_PORT", "FLEET_STREAM")
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
 
 
 def _listening(address: str) -> bool:
@@ -69,6 +77,7 @@ async def test_the_api_runs_in_a_child_that_lives_and_dies_with_its_node(tmp_pat
             "VLLM_MODEL": "loadgen",
             "FLEET_AGENT_RUNTIME": "local",
             "FLEET_SANDBOX": "off",
+            "FLEET_METRICS_PORT": str(free_port()),
         }
         node = FleetProcess(tmp_path / "node", "all", env, start=False)
         for name in [k for k in node.env if k not in env and any(x in k for x in EXTERNAL)]:
@@ -84,6 +93,19 @@ async def test_the_api_runs_in_a_child_that_lives_and_dies_with_its_node(tmp_pat
                     return "child-1" in [d.task_id for d in (await c.list()).deliberations]
 
                 await eventually(listed, timeout=30, what="the listing (the node's graph)")
+
+                # GetNodeStatus describes the node, not the child that answers it.
+                status = await c.stub.GetNodeStatus(pb.GetNodeStatusRequest())
+                assert status.endpoints["pid"] == str(node.pid), status
+                assert "dispatcher" in status.endpoints["components"].split(","), status
+                assert status.endpoints["grpc"] == address
+                assert status.sandbox.mode == "off", "where the node's agents run their checks"
+                # The node's /metrics has the child's per-call figures beside its own.
+                info = node.run_info()
+                assert info is not None
+                text = await asyncio.to_thread(_get, str(info["metrics"]))
+                assert 'fleet_store_write_seconds_count{op="create",process="api"} 1.0' in text
+                assert 'fleet_watch_streams{process="api"}' in text, text
 
             # A clean stop (SIGTERM) stops the API's process first, and exits 0.
             node.stop()
@@ -114,7 +136,12 @@ async def test_the_api_runs_in_a_child_that_lives_and_dies_with_its_node(tmp_pat
             await eventually(replaced, timeout=30, what="a new API process serves")
             assert node.running(), node.tail()
             async with FleetClient(address) as c:
-                assert status_name((await c.result("child-1")).status) == "COMPLETED"
+                # UNAVAILABLE ("starting") for a moment at most: the node holds the port while
+                # the new child starts, and lets go of it once the child serves.
+                kept = await eventually(
+                    lambda: c.result("child-1"), timeout=5, ignoring=(grpc.aio.AioRpcError,)
+                )
+                assert status_name(kept.status) == "COMPLETED"
 
             # One that keeps exiting (killed here as soon as it serves, once more than the
             # node restarts in a minute): the node stops, non-zero, and says why, rather than

@@ -31,6 +31,7 @@ from tests.e2e._processes import FleetProcess
 from tests.fixtures.nats import unique_stream_name
 from tests.integration.fleet._cli import fleet as _fleet
 from tests.integration.fleet._pki import Pki
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "node-token-value"
@@ -51,18 +52,29 @@ def _api_only(data_dir: Path, nats_url: str, **kw: Any) -> dict[str, Any]:
     }
 
 
+LAYOUTS = {
+    # The API in the node's process, the node running nothing else.
+    "inline": ("api", {"FLEET_API_PROCESS": "inline"}),
+    # The API in a child of a node that runs more (the projections here): the node holds the
+    # port until its child serves it.
+    "child": ("api,projectors", {"FLEET_API_PROCESS": "child"}),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 async def test_fleet_up_says_not_serving_and_refuses_work_until_it_is_up(
-    tmp_path: Path, private_nats_server: NatsServer
+    tmp_path: Path, private_nats_server: NatsServer, layout: str
 ) -> None:
     """``fleet up`` as an operator runs it, caught half-started, deterministically: its event
     store is held (the nats-server SIGSTOPped, so the first connect waits for its greeting)."""
     port = free_port()
+    components, extra = LAYOUTS[layout]
     env = {"NATS_URL": private_nats_server.url, "FLEET_CACHE": "off", "FLEET_GRPC_PORT": str(port)}
     address = f"127.0.0.1:{port}"
     pid = private_nats_server.pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
-    up = FleetProcess(tmp_path / "up", "api", env)
+    up = FleetProcess(tmp_path / "up", components, {**env, **extra})
     try:
         async with grpc.aio.insecure_channel(address) as ch, FleetClient(address) as c:
             health = health_pb2_grpc.HealthStub(ch)
@@ -80,8 +92,13 @@ async def test_fleet_up_says_not_serving_and_refuses_work_until_it_is_up(
             assert up.proc.poll() is None and not (up.data_dir / "run.json").exists()
 
             os.kill(pid, signal.SIGCONT)
-            second = await asyncio.wait_for(watch.read(), 30)
-            assert second.status == SERVING, up.tail()
+            if layout == "inline":
+                second = await asyncio.wait_for(watch.read(), 30)
+                assert second.status == SERVING, up.tail()
+            else:  # the node's hold ends its watch; the child answers from then on
+                await _serving(health, up)
+                info = await asyncio.to_thread(up.wait_ready, 30)
+                assert info["pid"] == up.proc.pid and info["grpc"] == address
             accepted = await c.deliberate("write fib", task_id="in-time")
             assert accepted.status == pb.DELIBERATION_STATUS_PENDING
     finally:
@@ -89,19 +106,35 @@ async def test_fleet_up_says_not_serving_and_refuses_work_until_it_is_up(
         up.stop()
 
 
-async def test_fleet_up_on_a_taken_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
+async def _serving(health: health_pb2_grpc.HealthStub, up: FleetProcess) -> None:
+    async def check() -> bool:
+        try:
+            got = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+        except grpc.aio.AioRpcError as e:
+            # Only a moment's refusal is allowed: the hold and the child overlap on the port.
+            assert e.code() == grpc.StatusCode.UNAVAILABLE, (e, up.tail())
+            return False
+        return got.status == SERVING
+
+    await eventually(check, timeout=60, interval=0.05, what=lambda: up.tail())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+async def test_fleet_up_on_a_taken_port_is_one_line_and_exit_1(tmp_path: Path, layout: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        up = ("up", "--grpc-port", str(port), "--data-dir", str(tmp_path))
-        out = await _fleet(*up)
+        components, extra = LAYOUTS[layout]
+        up = ("up", "--components", components, "--grpc-port", str(port))
+        up += ("--data-dir", str(tmp_path))
+        out = await _fleet(*up, env=extra)
         assert out.returncode == 1, out.stderr
         assert out.stderr.count("\n") == 1, out.stderr
         assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out.stderr
         assert "Traceback" not in out.stderr
         assert not (tmp_path / "nats").exists(), "failed before starting anything else"
-        debug = await _fleet(*up, env={"FLEET_DEBUG": "1"})
+        debug = await _fleet(*up, env={**extra, "FLEET_DEBUG": "1"})
     assert debug.returncode == 1
     assert "Traceback" in debug.stderr and debug.stderr.rstrip().endswith("Address already in use")
 
