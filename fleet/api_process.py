@@ -120,6 +120,24 @@ def child_environment(
     return env
 
 
+ENV_FROM_STDIN = "FLEET_ENV_FROM_STDIN"
+"""Set in a child started ahead of its settings (``ApiProcess.launch``): its ``fleet up`` imports
+Fleet, then reads the environment to run with as one JSON line on stdin
+(``receive_environment``)."""
+
+
+async def receive_environment() -> None:
+    """In ``fleet up``, after its imports: when started ahead of its settings, wait for them on
+    stdin and run with them. A node that started this process and went away before sending them
+    ends it (ConnectionAbortedError: the CLI's one line, exit 1)."""
+    if os.environ.pop(ENV_FROM_STDIN, None) != "1":
+        return
+    line = await asyncio.to_thread(sys.stdin.readline)
+    if not line.strip():
+        raise ConnectionAbortedError("the node that started this API process went away")
+    os.environ.update(json.loads(line))
+
+
 def _argv() -> list[str]:
     """This interpreter running Fleet's CLI: the same code and environment as this node."""
     return [sys.executable, "-m", "fleet", "up", "--components", "api"]
@@ -137,13 +155,16 @@ class ApiProcess:
 
     def __init__(
         self,
-        env: Mapping[str, str],
+        base: Mapping[str, str],
         data_dir: Path,
         *,
         held: PortHold | None = None,
         hold: Callable[[], Awaitable[PortHold]] | None = None,
     ) -> None:
-        self._env = dict(env)
+        self._base = {k: v for k, v in base.items() if k not in _SET_HERE}
+        self._base.update({ENV_FROM_STDIN: "1", "FLEET_COMPONENTS": "api"})
+        self._env: dict[str, str] = {}
+        """What the child runs with (``start``), sent on its stdin once it has its imports."""
         self._data_dir = data_dir
         self._held = held
         """The node's hold on the port (opened at the node's start), released once the child
@@ -158,10 +179,33 @@ class ApiProcess:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    async def start(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start the child and return its ``run.json`` once it serves (the last step of its
-        start); raise ``ApiProcessExited`` if it exits first, TimeoutError if it never serves.
-        From then on it is watched, and started again when it exits."""
+    async def launch(self) -> None:
+        """Start the child's interpreter now: it imports Fleet (seconds on a small machine)
+        while the node starts its servers, then waits for ``start`` to send its settings."""
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        (self._data_dir / RUN_FILE).unlink(missing_ok=True)  # a SIGKILLed child's
+        self._proc = await asyncio.create_subprocess_exec(
+            *_argv(),
+            env=self._base,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,  # its banner; its log lines go to stderr, with ours
+            start_new_session=True,  # signals are this node's to pass on, not a terminal's
+            preexec_fn=(
+                functools.partial(die_with_parent, signal.SIGKILL)
+                if sys.platform == "linux"
+                else None
+            ),
+        )
+        log.info("gRPC API starting in its own process (pid %d)", self._proc.pid)
+
+    async def start(
+        self, env: Mapping[str, str], timeout: float = START_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """Run the child with ``env`` (launched now unless ``launch`` did) and return its
+        ``run.json`` once it serves (the last step of its start); raise ``ApiProcessExited``
+        if it exits first, TimeoutError if it never serves. From then on it is watched, and
+        started again when it exits."""
+        self._env = {k: v for k, v in env.items() if k != ENV_FROM_STDIN}
         info = await self._spawn(timeout)
         self._watch = asyncio.create_task(self._supervise(timeout), name="api-process")
         return info
@@ -172,22 +216,17 @@ class ApiProcess:
                 self._held = await self._hold()
             except Exception as e:  # a taken port: the child says so as it fails
                 log.warning("the API port is not held while its process restarts: %s", e)
-        self._data_dir.mkdir(parents=True, exist_ok=True)
-        (self._data_dir / RUN_FILE).unlink(missing_ok=True)  # a SIGKILLed child's
-        self._proc = await asyncio.create_subprocess_exec(
-            *_argv(),
-            env=self._env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,  # its banner; its log lines go to stderr, with ours
-            start_new_session=True,  # signals are this node's to pass on, not a terminal's
-            preexec_fn=(
-                functools.partial(die_with_parent, signal.SIGKILL)
-                if sys.platform == "linux"
-                else None
-            ),
-        )
+        if self._proc is None or self._proc.returncode is not None or self._proc.stdin is None:
+            await self.launch()
         proc = self._proc
-        log.info("gRPC API starting in its own process (pid %d)", proc.pid)
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(self._env).encode() + b"\n")
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it exited: said below, with its exit status
+        proc.stdin = None  # sent: the next start launches a new one
         deadline = time.monotonic() + timeout
         while True:
             info = read_run_file(self._data_dir)
@@ -261,12 +300,11 @@ class ApiProcess:
 
 def api_process_for(
     settings: Settings,
-    endpoints: Endpoints,
     *,
     held: PortHold | None = None,
     hold: Callable[[], Awaitable[PortHold]] | None = None,
 ) -> ApiProcess:
-    """The child for a node with these settings, once its servers are in ``endpoints``; with
-    ``held``, the node's hold on the port, which the child takes over."""
-    env = child_environment(settings, endpoints, os.environ)
-    return ApiProcess(env, settings.data_dir / "api", held=held, hold=hold)
+    """The child for a node with these settings (``launch`` it early, ``start`` it with
+    ``child_environment`` once the node's servers are up); with ``held``, the node's hold on the
+    port, which the child takes over."""
+    return ApiProcess(os.environ, settings.data_dir / "api", held=held, hold=hold)

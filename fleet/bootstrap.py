@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from nats.aio.client import Client as NATS
 
     from agent_runtime.nats_backend.turns import RemoteTurns
+    from fleet.api_process import ApiProcess
     from projectors.cache.valkey import ValkeyDeliberationBoard
 
 __all__ = ["RUN_FILE", "Endpoints", "FleetNode", "read_run_file"]
@@ -112,6 +114,8 @@ class FleetNode(AsyncClosing):
         self.started_at = datetime.now(tz=UTC)
         """When this node was made (GetStatus's uptime counts from it)."""
         self._stats_follower: StatsFollower | None = None
+        self._api_child: ApiProcess | None = None
+        """The API's process (``FLEET_API_PROCESS=child``), from the start of this node's."""
         self._remote_turns: RemoteTurns | None = None
         """The agents of the process that runs them, on a node that runs none (DeriveSubtasks'
         turns, and where their checks run for GetStatus)."""
@@ -169,6 +173,8 @@ class FleetNode(AsyncClosing):
             api_first = "api" in runs and fork_handlers_off()
             if api_first:
                 await self._open_api(hand_over=api_child)
+            if api_child:
+                await self._launch_api_process()
             await self._stage("event store (JetStream)", self._start_event_store)
             await self._stage("councils", self._start_councils)
             board, graph = None, None
@@ -706,10 +712,9 @@ class FleetNode(AsyncClosing):
         self._stack.callback(self.hub.release_watchers)
         await server.ready()
 
-    async def _start_api_process(self) -> None:
-        """The API as ``fleet up --components api`` beside this node; stopped first (newest
-        first), started again when it exits, and watched: one that keeps exiting fails this
-        node."""
+    async def _launch_api_process(self) -> None:
+        """The API's process, launched first: it imports Fleet while this node starts its
+        servers, and waits for them (``_start_api_process``). Stopped first (newest first)."""
         from fleet.api_process import api_process_for
 
         held, self._grpc = self._grpc, None  # this node's hold on the port, if it took one
@@ -721,12 +726,21 @@ class FleetNode(AsyncClosing):
 
         child = api_process_for(
             self.settings,
-            self.endpoints,
             held=_PortHold(held) if held is not None else None,
             hold=hold if held is not None else None,
         )
-        self._stack.push_async_callback(child.close)  # also when it fails to start
-        info = await child.start()
+        self._stack.push_async_callback(child.close)  # also when the start fails
+        await child.launch()
+        self._api_child = child
+
+    async def _start_api_process(self) -> None:
+        """The API as ``fleet up --components api`` beside this node, on its servers; started
+        again when it exits, and watched: one that keeps exiting fails this node."""
+        from fleet.api_process import child_environment
+
+        child = self._api_child
+        assert child is not None
+        info = await child.start(child_environment(self.settings, self.endpoints, os.environ))
         if self.metrics is not None:  # the child's store writes and watchers, read per scrape
             self.metrics.include(lambda: str(child.run_info.get("metrics") or ""), "api")
         self.servers.pop("grpc", None)  # the child's now

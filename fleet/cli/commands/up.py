@@ -63,8 +63,11 @@ def register(sub: Subparsers) -> None:
 
 async def cmd_up(args: argparse.Namespace) -> None:
     from fleet import logs
+    from fleet.api_process import receive_environment
     from fleet.bootstrap import FleetNode
     from fleet.config import parse_components
+
+    await receive_environment()  # a node's API process, launched ahead of its settings
 
     overrides: dict[str, Any] = {
         "metrics_port": args.metrics_port,
