@@ -3,16 +3,18 @@ refusals, and that nothing accepted is lost.
 
     .venv/bin/python bench/burst_bench.py [--callers 200] [--deliberations 1500] [--seconds 10]
         [--bound 0] [--small-bound 100] [--delay 1.0] [--idle 30] [--runtime local|ray]
-        [--layout one|child|split]
+        [--layout child|one|split]
 
 Each run starts Fleet as ``fleet up`` runs it (``fleet_testing.processes.FleetProcess``), its
 agents calling the LOAD GENERATOR (``fleet_testing.loadgen``, its own process; canned answers
 after ``--delay`` ± 25%), so the node is busy with real agent work while the burst arrives:
 
-* ``--layout one`` (the default): one process with everything (event store, projections,
-  dispatcher, agents, API and web console), as ``fleet up`` on a laptop;
-* ``--layout child``: one ``fleet up`` as in ``one``, with ``FLEET_API_PROCESS=child``: the node
-  runs its gRPC API as a ``fleet up --components api`` child of its own (``fleet.api_process``);
+* ``--layout child`` (the default, as ``fleet up`` runs): one ``fleet up`` with everything
+  (event store, projections, dispatcher, agents and web console), its gRPC API in a
+  ``fleet up --components api`` child of its own (``FLEET_API_PROCESS=child``,
+  ``fleet.api_process``);
+* ``--layout one``: as ``child``, with ``FLEET_API_PROCESS=inline``: the API in the node's
+  process too, one process with everything;
 * ``--layout split``: as ``deploy/`` runs it, the API in a process of its own
   (``--components api``, the fleet-api Deployment) beside one that runs the dispatcher, its
   agents and the projectors (``--components dispatcher,projectors``), on a nats-server and a
@@ -283,10 +285,10 @@ async def main() -> None:
     p.add_argument("--runtime", choices=("local", "ray"), default="local")
     p.add_argument(
         "--layout",
-        choices=("one", "child", "split"),
-        default="one",
-        help="one process with everything; one `fleet up` whose API runs in a child process; "
-        "or the API in its own process beside the rest (as deploy/ runs it)",
+        choices=("child", "one", "split"),
+        default="child",
+        help="one `fleet up` whose API runs in a child process (its default); one process with "
+        "everything; or the API in its own process beside the rest (as deploy/ runs it)",
     )
     args = p.parse_args()
     lg, url = start_loadgen(args.delay)

@@ -210,7 +210,8 @@ class Settings:
     """``FLEET_API_PROCESS``: where a node that runs the API beside other parts serves it:
     ``inline`` (in this process) or ``child`` (a ``fleet up --components api`` this node starts
     and stops, as ``deploy/`` runs the API; ``fleet.api_process``). A child's event loop shares
-    the interpreter lock with no projection, so submits keep their pace under a burst."""
+    the interpreter lock with no projection, so submits keep their pace under a burst: ``from_env``
+    (so ``fleet up``) defaults it to ``child``. Inline here, for a node a program embeds."""
     node_endpoints: str = ""
     """``FLEET_NODE_ENDPOINTS``, set by a node for its API child (not by hand): the node's
     ``Endpoints`` as JSON. The child then describes the node in GetNodeStatus, and, where the
@@ -343,7 +344,7 @@ class Settings:
             llm_thinking=(_first(e, "FLEET_LLM_THINKING") or "auto").lower(),
             sandbox=(_first(e, "FLEET_SANDBOX") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
-            api_process=(_first(e, "FLEET_API_PROCESS") or "inline").lower(),
+            api_process=(_first(e, "FLEET_API_PROCESS") or "child").lower(),
             node_endpoints=_first(e, "FLEET_NODE_ENDPOINTS") or "",
             web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
             web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),

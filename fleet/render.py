@@ -281,7 +281,11 @@ def endpoints(e: Endpoints, times: Mapping[str, float]) -> Group:
     t.add_column("where")
     t.add_column("ready in")
     rows = [
-        ("gRPC API", e.grpc or "off (--components)", times.get("gRPC API")),
+        (
+            "gRPC API",
+            e.grpc or "off (--components)",
+            times.get("gRPC API", times.get("gRPC API (own process)")),
+        ),
         ("event store", f"{e.nats_url} stream {e.stream}", times.get("event store (JetStream)")),
         ("cache", e.valkey_url or "off (replay on read)", None),
         ("graph", e.graph, times.get("projections")),

@@ -30,6 +30,14 @@ def test_seed_names_are_read() -> None:
     assert s.vllm_model == "Qwen/Qwen3-0.6B"
 
 
+def test_fleet_up_serves_its_api_from_a_child_unless_told_otherwise() -> None:
+    """``fleet up``'s API keeps its pace under a burst by default; a program that embeds a node
+    gets it in its own process unless it asks."""
+    assert Settings.from_env({}).api_process == "child"
+    assert Settings.from_env({"FLEET_API_PROCESS": "Inline"}).api_process == "inline"
+    assert Settings().api_process == "inline"
+
+
 def test_fleet_names_win_and_empty_means_embedded() -> None:
     s = Settings.from_env(
         {"NATS_URL": "nats://a:1", "FLEET_NATS_URL": "nats://b:2", "VLLM_URL": ""}
