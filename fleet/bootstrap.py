@@ -714,7 +714,7 @@ class FleetNode(AsyncClosing):
 
     async def _launch_api_process(self) -> None:
         """The API's process, launched first: it imports Fleet while this node starts its
-        servers, and waits for them (``_start_api_process``). Stopped first (newest first)."""
+        servers, and waits for them (``_start_api_process``)."""
         from fleet.api_process import api_process_for
 
         held, self._grpc = self._grpc, None  # this node's hold on the port, if it took one
@@ -740,6 +740,9 @@ class FleetNode(AsyncClosing):
 
         child = self._api_child
         assert child is not None
+        # Stopped first (newest first), before the servers it uses: pushed at its launch too,
+        # for a start that fails before this, and closing twice is a no-op.
+        self._stack.push_async_callback(child.close)
         info = await child.start(child_environment(self.settings, self.endpoints, os.environ))
         if self.metrics is not None:  # the child's store writes and watchers, read per scrape
             self.metrics.include(lambda: str(child.run_info.get("metrics") or ""), "api")

@@ -111,6 +111,8 @@ async def test_the_api_runs_in_a_child_that_lives_and_dies_with_its_node(tmp_pat
             node.stop()
             assert node.returncode == 0, node.tail()
             assert gone(api_pid) and not _listening(address)
+            # Before the servers it uses: a child stopped after them logs their loss.
+            assert "Traceback" not in node.tail(100_000), node.last_traceback()
 
             address_again, api_pid = await _started(node)
             assert address_again == address

@@ -37,8 +37,10 @@ async def run_fleet_demo(data_dir: Path, llm_url: str) -> str:
         "COLUMNS": "200",  # rich wraps at 80 columns when not on a terminal
         "PYTHONPATH": str(REPO),
     }
+    # The demo's own private servers and port, and its API in a child, as on a fresh machine.
     for name in ("FLEET_GRPC_PORT", "FLEET_NATS_URL", "NATS_URL", "FLEET_VALKEY_URL"):
-        env.pop(name, None)  # the demo's own private servers and port, as on a fresh machine
+        env.pop(name, None)
+    env.pop("FLEET_API_PROCESS", None)
     proc = await asyncio.create_subprocess_exec(
         FLEET, "demo", "--data-dir", str(data_dir),
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
@@ -46,6 +48,8 @@ async def run_fleet_demo(data_dir: Path, llm_url: str) -> str:
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=150)
     text = out.decode(errors="replace")
     assert proc.returncode == 0, text[-4000:]
+    # Its stop is clean too: the API's process stops before the servers it uses.
+    assert "Traceback" not in text and "error:" not in text, text[-4000:]
     return text
 
 
