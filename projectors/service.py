@@ -38,6 +38,7 @@ from nats.aio.subscription import Subscription
 
 from application.errors import ServiceUnavailableError
 from application.ports import HistoryGraph
+from natsio import Responder
 from projectors.control import Projections, ProjectionStatus
 from projectors.errors import (
     InvalidQueryError,
@@ -115,8 +116,7 @@ class ProjectionService:
         self._stream = stream
         self._graph = graph
         self._projections = projections
-        self._sub: Subscription | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._responder = Responder(nc, subject(stream, "*"), QUEUE_GROUP, self._answer)
         self._handlers: Mapping[str, Callable[[Mapping[str, object]], Awaitable[object]]] = {
             "query": self._query,
             "status": self._status,
@@ -125,25 +125,12 @@ class ProjectionService:
         }
 
     async def start(self) -> None:
-        self._sub = await self._nc.subscribe(
-            subject(self._stream, "*"), queue=QUEUE_GROUP, cb=self._on_request
-        )
-        await self._nc.flush()  # subscribed at the server before anyone is told we serve
-        log.info("serving the projections of %s on %s", self._stream, subject(self._stream, "*"))
+        await self._responder.start()  # subscribed at the server before anyone is told we serve
+        log.info("serving the projections of %s on %s", self._stream, self._responder.subject)
 
     async def close(self) -> None:
         """Stop taking requests and end those in flight (their requesters time out). Idempotent."""
-        if self._sub is not None:
-            sub, self._sub = self._sub, None
-            await sub.unsubscribe()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _on_request(self, msg: Msg) -> None:
-        task = asyncio.create_task(self._answer(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self._responder.close()
 
     async def _answer(self, msg: Msg) -> None:
         op = msg.subject.rsplit(".", 1)[-1]

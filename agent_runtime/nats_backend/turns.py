@@ -23,7 +23,6 @@ Loop affinity: the service and the client live on the loop of their NATS connect
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -31,11 +30,11 @@ from collections.abc import Callable
 import nats.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 
 from agent_runtime.api import AgentRuntimeError, AgentTurn, AgentTurnError, TurnResult, TurnRunner
 from agent_runtime.checks.sandbox import SandboxState
 from agent_runtime.nats_backend._wire import decode, encode
+from natsio import Responder
 
 __all__ = ["RemoteTurns", "TurnService", "agents_subject", "turn_subject"]
 
@@ -74,28 +73,15 @@ class TurnService:
         self._stream = stream
         self._runtime = runtime
         self._sandbox = sandbox
-        self._sub: Subscription | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._responder = Responder(nc, agents_subject(stream, "*"), QUEUE_GROUP, self._answer)
 
     async def start(self) -> None:
-        to = agents_subject(self._stream, "*")
-        self._sub = await self._nc.subscribe(to, queue=QUEUE_GROUP, cb=self._on_request)
-        await self._nc.flush()  # subscribed at the server before anyone asks
-        log.info("serving agent turns for %s on %s", self._stream, to)
+        await self._responder.start()  # subscribed at the server before anyone asks
+        log.info("serving agent turns for %s on %s", self._stream, self._responder.subject)
 
     async def close(self) -> None:
         """Stop taking turns and end those in flight (their askers time out). Idempotent."""
-        if self._sub is not None:
-            sub, self._sub = self._sub, None
-            await sub.unsubscribe()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _on_request(self, msg: Msg) -> None:
-        task = asyncio.create_task(self._answer(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self._responder.close()
 
     async def _answer(self, msg: Msg) -> None:
         payload: dict[str, object]
