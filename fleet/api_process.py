@@ -11,8 +11,15 @@ The child is ``fleet up --components api`` on this node's servers: the same even
 cache, the model this node's agents call (for GetStatus), and the graph through this node's
 projections (``projectors.service``) unless it can open the configured Neo4j itself. It answers
 as the deployed API does: DeriveSubtasks' turns, and whether the checks' sandbox starts, come
-from this node's agents over NATS (``agent_runtime.nats_backend.turns``); GetNodeStatus
-describes the child's own process.
+from this node's agents over NATS (``agent_runtime.nats_backend.turns``). What it says of the
+node is the node's: GetNodeStatus shows the node's endpoints (``FLEET_NODE_ENDPOINTS``), and the
+node's ``/metrics`` carries the child's own figures (``FleetMetrics.include``).
+
+Start: the node launches the child before anything else (``launch``), so that its imports, most
+of its start, overlap the node's; the child then waits for its environment on stdin, sent once
+the node's servers are up (``start``, ``receive_environment``). Meanwhile the node holds the API
+port (health NOT_SERVING, ``PortHold``); the child binds the port beside it (``SO_REUSEPORT``)
+and the node lets go once the child serves, so the port never refuses a connection.
 
 Lifetimes are tied both ways. The child is SIGKILLed by the kernel when this process dies, even
 by SIGKILL (``PR_SET_PDEATHSIG``): it holds nothing a clean stop would save, the events are in
