@@ -169,7 +169,7 @@ class FleetNode(AsyncClosing):
             api_child = "api" in runs and s.api_process == "child" and runs != {"api"}
             # First, so a probe sees NOT_SERVING while the rest starts (when forking servers
             # with gRPC running is safe: ``fork_handlers_off``); else last, as it is ready.
-            # With the API in a child, the node holds the port so until the child serves.
+            # With the API in a child, the node holds the port until the child serves it.
             api_first = "api" in runs and fork_handlers_off()
             if api_first:
                 await self._open_api(hand_over=api_child)
