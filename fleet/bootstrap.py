@@ -20,6 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -42,7 +43,7 @@ from dispatchers.councils import startup_councils
 from dispatchers.derivation import DerivationOptions
 from fleet.agents import checks_sandbox, make_agent_runtime, queue_names
 from fleet.config import EMBEDDED_MODEL_ALIAS, Settings
-from fleet.endpoints import RUN_FILE, Endpoints, endpoints_from_json, read_run_file
+from fleet.endpoints import RUN_FILE, Endpoints, read_run_file
 from fleet.grpc._auth import BearerTokenInterceptor, server_credentials
 from fleet.grpc._services import ApiServices
 from fleet.grpc.server import GrpcServer, OrchestratorServicer, fork_handlers_off
@@ -597,7 +598,7 @@ class FleetNode(AsyncClosing):
     def _api_server(self, *, shared: bool, check_free: bool) -> GrpcServer:
         """The API's server with this node's TLS and token, not yet listening."""
         s = self.settings
-        if s.node_endpoints and endpoints_from_json(s.node_endpoints).grpc:
+        if s.node_endpoints is not None and s.node_endpoints.grpc:
             shared, check_free = True, False  # the API child of a node that holds the port
         credentials = None
         if s.tls_cert_file is not None and s.tls_key_file is not None:
@@ -633,11 +634,10 @@ class FleetNode(AsyncClosing):
         assert self.queries is not None and self.hub is not None
         endpoints, sandbox = self.endpoints, self.sandbox
         turns = await self._turns()
-        if s.node_endpoints:
+        if s.node_endpoints is not None:
             # The API child of a node: GetNodeStatus describes that node (where its parts
             # listen, its process, where its checks run), which is what its operator asks.
-            endpoints = endpoints_from_json(s.node_endpoints)
-            endpoints.grpc = self.endpoints.grpc
+            endpoints = replace(s.node_endpoints, grpc=self.endpoints.grpc)
             if self._remote_turns is not None:
                 sandbox = await self._remote_turns.sandbox()
         return ApiServices(

@@ -26,6 +26,7 @@ import yaml
 
 from dispatchers.councils import CouncilConfigError, Councils, parse_councils
 from dispatchers.planning_start import PlanningStart
+from fleet.endpoints import Endpoints, endpoints_from_json
 
 DEFAULT_GRPC_PORT = 50055  # the seed's port
 EMBEDDED_MODEL_ALIAS = "gemma-3-270m"
@@ -98,6 +99,16 @@ def _int(env: Mapping[str, str], default: int, *names: str) -> int:
         return int(raw)
     except ValueError:
         raise ConfigError(f"{names[0]}={raw!r} is not an integer") from None
+
+
+def _endpoints(env: Mapping[str, str], name: str) -> Endpoints | None:
+    raw = _first(env, name)
+    if not raw:
+        return None
+    try:
+        return endpoints_from_json(raw)
+    except ValueError as e:
+        raise ConfigError(f"{name} is not a node's endpoints as JSON: {e}") from None
 
 
 def _float(env: Mapping[str, str], default: float, *names: str) -> float:
@@ -212,11 +223,11 @@ class Settings:
     and stops, as ``deploy/`` runs the API; ``fleet.api_process``). A child's event loop shares
     the interpreter lock with no projection, so submits keep their pace under a burst: ``from_env``
     (so ``fleet up``) defaults it to ``child``. Inline here, for a node a program embeds."""
-    node_endpoints: str = ""
+    node_endpoints: Endpoints | None = None
     """``FLEET_NODE_ENDPOINTS``, set by a node for its API child (not by hand): the node's
-    ``Endpoints`` as JSON. The child then describes the node in GetNodeStatus, and, where the
-    node holds the API port while it starts (``grpc`` is set), binds that port beside it
-    (``fleet.api_process``)."""
+    ``Endpoints``, sent as JSON and parsed once here. The child then describes the node in
+    GetNodeStatus, and, where the node holds the API port while it starts (``grpc`` is set),
+    binds that port beside it (``fleet.api_process``)."""
     web_host: str = "127.0.0.1"
     """Where the web console listens (``FLEET_WEB_HOST``): loopback unless asked otherwise."""
     web_port: int = 0
@@ -345,7 +356,7 @@ class Settings:
             sandbox=(_first(e, "FLEET_SANDBOX") or "auto").lower(),
             components=parse_components(_first(e, "FLEET_COMPONENTS")),
             api_process=(_first(e, "FLEET_API_PROCESS") or "child").lower(),
-            node_endpoints=_first(e, "FLEET_NODE_ENDPOINTS") or "",
+            node_endpoints=_endpoints(e, "FLEET_NODE_ENDPOINTS"),
             web_host=_first(e, "FLEET_WEB_HOST") or "127.0.0.1",
             web_port=_int(e, DEFAULT_WEB_PORT, "FLEET_WEB_PORT"),
             metrics_port=_int(e, 0, "FLEET_METRICS_PORT"),

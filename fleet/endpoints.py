@@ -36,13 +36,18 @@ def endpoints_from_json(text: str) -> Endpoints:
     """``Endpoints`` as ``json.dumps(vars(endpoints))`` wrote them (unknown keys ignored).
 
     Raises:
-        ValueError: not a JSON object.
+        ValueError: not a JSON object, or a known key whose value is not of its type.
     """
     data = json.loads(text)
     if not isinstance(data, dict):
-        raise ValueError("endpoints: not a JSON object")
-    known = {f for f in Endpoints.__dataclass_fields__}
-    return Endpoints(**{k: v for k, v in data.items() if k in known})
+        raise ValueError("not a JSON object")
+    fields = {"pid": int}
+    known = {k: v for k, v in data.items() if k in Endpoints.__dataclass_fields__}
+    for key, value in known.items():
+        kind = fields.get(key, str)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{key}={value!r} is not a {kind.__name__}")
+    return Endpoints(**known)
 
 
 def read_run_file(data_dir: Path) -> dict[str, Any] | None:

@@ -38,6 +38,20 @@ def test_fleet_up_serves_its_api_from_a_child_unless_told_otherwise() -> None:
     assert Settings().api_process == "inline"
 
 
+def test_a_nodes_endpoints_are_parsed_once_into_typed_settings() -> None:
+    """An API child reads the node's endpoints from one variable; keys it does not know (from a
+    newer node) are ignored."""
+    raw = '{"grpc": "127.0.0.1:50055", "nats_url": "nats://127.0.0.1:4222", "pid": 7, "new": 1}'
+    s = Settings.from_env({"FLEET_NODE_ENDPOINTS": raw})
+    assert s.node_endpoints is not None
+    assert (s.node_endpoints.grpc, s.node_endpoints.nats_url, s.node_endpoints.pid) == (
+        "127.0.0.1:50055",
+        "nats://127.0.0.1:4222",
+        7,
+    )
+    assert Settings.from_env({}).node_endpoints is None
+
+
 def test_fleet_names_win_and_empty_means_embedded() -> None:
     s = Settings.from_env(
         {"NATS_URL": "nats://a:1", "FLEET_NATS_URL": "nats://b:2", "VLLM_URL": ""}
@@ -58,6 +72,12 @@ def test_fleet_names_win_and_empty_means_embedded() -> None:
         ({"FLEET_DISPATCH_CONCURRENCY": "-1"}, "FLEET_DISPATCH_CONCURRENCY"),
         ({"FLEET_DISPATCH_CONCURRENCY": "many"}, "FLEET_DISPATCH_CONCURRENCY"),
         ({"FLEET_API_PROCESS": "thread"}, "FLEET_API_PROCESS"),
+        ({"FLEET_NODE_ENDPOINTS": "{"}, "FLEET_NODE_ENDPOINTS"),
+        ({"FLEET_NODE_ENDPOINTS": "[1]"}, "FLEET_NODE_ENDPOINTS"),
+        (
+            {"FLEET_NODE_ENDPOINTS": '{"pid": 1, "port": 2, "grpc": {"a": 1}}'},
+            "FLEET_NODE_ENDPOINTS",
+        ),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
