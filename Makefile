@@ -34,7 +34,7 @@ setup: $(VENV)/bin/uv
 setup-dev: $(VENV)/bin/uv
 	bash scripts/system-deps.sh --dev
 	$(PIP) install -q $(CONSTRAINTS) -e '.[llm,dev]'
-	bash scripts/neo4j-jars.sh
+	FLEET_PYTHON=$(PY) bash scripts/neo4j-jars.sh
 
 ## constraints: re-resolve every dependency (core and extras) to exact versions, on purpose
 constraints: $(VENV)/bin/uv
@@ -43,7 +43,7 @@ constraints: $(VENV)/bin/uv
 
 ## neo4j: resolve Neo4j Community's jars (Maven) and compile its launcher into ~/.cache/fleet, once
 neo4j:
-	bash scripts/neo4j-jars.sh
+	FLEET_PYTHON=$(PY) bash scripts/neo4j-jars.sh
 
 ## proto: regenerate the gRPC stubs from proto/ (a test fails when they are stale)
 proto:

@@ -7,6 +7,8 @@ while it restarts with a new password, the old one never logs in, for either use
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,7 +18,13 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
 from fleet.embedded._process import port_open
-from fleet.embedded.neo4j import QUICK_START_JVM, Neo4jServer, generate_password
+from fleet.embedded.neo4j import (
+    LAUNCHER_CLASS,
+    QUICK_START_JVM,
+    Neo4jServer,
+    generate_password,
+    neo4j_jars,
+)
 from projectors import GraphProjection
 from projectors.graph.neo4j import Neo4jGraph
 from projectors.verify import verify
@@ -60,6 +68,28 @@ def _logins_while_starting(
     finally:
         driver_log.setLevel(level)
     return seen
+
+
+def test_the_class_archive_set_up_recorded_maps_with_the_servers_class_path(
+    tmp_path: Path,
+) -> None:
+    """Every start maps the archive (``fleet.embedded.neo4j_archive``) rather than loading
+    Neo4j's classes: a JVM told ``-Xshare:on`` refuses to start when it cannot map it (a stale
+    archive, another class path), where the server's own starts would quietly go slow."""
+    require_neo4j()
+    jars = neo4j_jars()
+    if not jars.class_archive.is_file():
+        why = f"no class archive in {jars.classes}: run `make neo4j` with Fleet installed"
+        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    server = Neo4jServer(tmp_path / "neo4j", password=generate_password())
+    argv = server.argv[: server.argv.index(LAUNCHER_CLASS)]
+    assert f"-XX:SharedArchiveFile={jars.class_archive}" in argv
+    out = subprocess.run(
+        [*argv, "-Xshare:on", "-Xlog:cds=info", "-version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
 
 
 def test_a_killed_server_restarts_on_its_port_with_its_graph_and_takes_a_new_password(

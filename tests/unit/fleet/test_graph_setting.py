@@ -77,7 +77,7 @@ def _fake_jars(tmp_path: Path) -> Path:
     (home / "lib").mkdir(parents=True)
     (home / "lib" / "neo4j-kernel-5.26.0.jar").touch()
     (home / "classes").mkdir()
-    (home / "classes" / "FleetNeo4j.class").touch()
+    (home / "classes" / "FleetNeo4j.jar").touch()
     return home
 
 
@@ -110,3 +110,30 @@ def test_the_server_starts_with_the_distributions_options_and_one_collector(
     )
     assert [o for o in quick.argv if o.startswith("-XX:+Use")] == ["-XX:+UseSerialGC"]
     assert quick.argv.index("-XX:+UseSerialGC") < quick.argv.index("FleetNeo4j")
+
+
+def test_a_start_maps_the_class_archive_set_up_recorded_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
+    """``-XX:SharedArchiveFile`` once ``fleet.embedded.neo4j_archive`` wrote the archive; never
+    beside the recording run's own ``-XX:ArchiveClassesAtExit``; the launcher as a jar (the JVM
+    maps no archive for a folder on the class path)."""
+    home = _fake_jars(tmp_path)
+    archive = home / "classes" / "neo4j.jsa"
+
+    def argv(*options: str) -> list[str]:
+        server = Neo4jServer(
+            tmp_path / "d", password="long-enough", home=home, java=Path("java"),
+            jvm_options=options,
+        )  # fmt: skip
+        return server.argv
+
+    assert not any("SharedArchiveFile" in o for o in argv())
+    archive.touch()
+    mapped = argv()
+    assert f"-XX:SharedArchiveFile={archive}" in mapped
+    assert mapped.index(f"-XX:SharedArchiveFile={archive}") < mapped.index("FleetNeo4j")
+    classpath = mapped[mapped.index("-cp") + 1]
+    assert classpath.endswith("FleetNeo4j.jar")
+    recording = argv("-XX:ArchiveClassesAtExit=/tmp/x.jsa")
+    assert not any("SharedArchiveFile" in o for o in recording)
