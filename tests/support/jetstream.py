@@ -6,12 +6,49 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import nats
 import pytest
 
 from eventstore._records import Row
 from eventstore._stream import JetStreamLog
+from eventstore.jetstream import JetStreamFactory
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One message the store sent (``spy_publishes``)."""
+
+    subject: str
+    headers: dict[str, str]
+    taken_in: int
+    """How many messages the connection had taken in when it went out: a reply taken in
+    between two sends moves it."""
+
+
+def spy_publishes(factory: JetStreamFactory, wanted: Callable[[str], bool]) -> list[Sent]:
+    """Every message the store sends from now on to a subject ``wanted`` accepts, published or
+    requested, in the order sent (the list fills as they go)."""
+    nc = factory.connection.log.nc
+    seen: list[Sent] = []
+    real_publish, real_request = nc.publish, nc.request
+
+    def note(subject: str, kw: dict[str, Any]) -> None:
+        if wanted(subject):
+            seen.append(Sent(subject, dict(kw.get("headers") or {}), nc.stats["in_msgs"]))
+
+    async def publish(subject: str, payload: bytes = b"", **kw: Any) -> Any:
+        note(subject, kw)
+        return await real_publish(subject, payload, **kw)
+
+    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
+        note(subject, kw)
+        return await real_request(subject, payload, timeout, **kw)
+
+    nc.publish = publish  # type: ignore[method-assign,assignment]
+    nc.request = request  # type: ignore[method-assign,assignment]
+    return seen
 
 
 async def append_garbage(nats_url: str, subject: str, data: bytes = b"\xff not an event") -> int:

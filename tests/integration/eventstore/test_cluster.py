@@ -27,6 +27,7 @@ from nats.js import api
 from eventstore.jetstream import JetStreamFactory
 from fleet_testing.nats_cluster import ClusterNode, NatsCluster
 from tests.support.aggregates import Ledger
+from tests.support.jetstream import spy_publishes
 
 
 class WireTap:
@@ -208,7 +209,8 @@ def test_one_aggregates_events_in_a_row_go_as_one_batch_and_survive_a_follower_r
     factory = JetStreamFactory(_env(nats_cluster.url, "R3", 3))
     try:
         recorder = factory.application_recorder()
-        sent = _spy_publishes(factory)
+        prefix = factory.connection.settings.prefix + "."
+        sent = spy_publishes(factory, lambda s: s.startswith(prefix))
         ids = [uuid.uuid4() for _ in range(4)]
         versions = dict.fromkeys(ids, 0)
 
@@ -228,8 +230,8 @@ def test_one_aggregates_events_in_a_row_go_as_one_batch_and_survive_a_follower_r
         follower.start()
         for _ in range(5):
             chains()
-        assert not [h for h in sent if "Nats-Expected-Last-Msg-Id" in h]
-        assert any("Nats-Batch-Commit" in h for h in sent)
+        assert not [m for m in sent if "Nats-Expected-Last-Msg-Id" in m.headers]
+        assert any("Nats-Batch-Commit" in m.headers for m in sent)
         for oid in ids:
             stored = [e.originator_version for e in recorder.select_events(oid)]
             assert stored == list(range(1, versions[oid] + 1))
@@ -249,25 +251,3 @@ def test_one_aggregates_events_in_a_row_go_as_one_batch_and_survive_a_follower_r
 
 def _stored(oid: uuid.UUID, version: int) -> StoredEvent:
     return StoredEvent(originator_id=oid, originator_version=version, topic="t", state=b"x")
-
-
-def _spy_publishes(factory: JetStreamFactory) -> list[dict[str, str]]:
-    """The headers of every message the store sends to its stream from now on."""
-    nc = factory.connection.log.nc
-    prefix = factory.connection.settings.prefix + "."
-    seen: list[dict[str, str]] = []
-    real_publish, real_request = nc.publish, nc.request
-
-    async def publish(subject: str, payload: bytes = b"", **kw: Any) -> Any:
-        if subject.startswith(prefix):
-            seen.append(dict(kw.get("headers") or {}))
-        return await real_publish(subject, payload, **kw)
-
-    async def request(subject: str, payload: bytes = b"", timeout: float = 0.5, **kw: Any) -> Any:
-        if subject.startswith(prefix):
-            seen.append(dict(kw.get("headers") or {}))
-        return await real_request(subject, payload, timeout, **kw)
-
-    nc.publish = publish  # type: ignore[method-assign,assignment]
-    nc.request = request  # type: ignore[method-assign,assignment]
-    return seen

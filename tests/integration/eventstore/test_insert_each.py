@@ -18,6 +18,7 @@ from eventsourcing.persistence import IntegrityError, OperationalError, StoredEv
 from eventstore._codec import decode, encode
 from eventstore.jetstream import JetStreamApplicationRecorder, JetStreamFactory
 from tests.integration.eventstore.test_readback import _lose_next_ack
+from tests.support.jetstream import spy_publishes
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -248,22 +249,6 @@ def test_run_async_wakes_its_caller_when_the_loop_closes() -> None:
 # ---------------------------------------------------------------- chains: one subject, in a row
 
 
-def _spy_publishes(factory: JetStreamFactory, subject: str) -> list[tuple[dict[str, str], int]]:
-    """Each publish to ``subject`` from now on: its headers, and how many messages the
-    connection had taken in when it went out (a reply taken in between moves the count)."""
-    nc = factory.connection.log.nc
-    real = nc.publish
-    seen: list[tuple[dict[str, str], int]] = []
-
-    async def publish(subj: str, payload: bytes = b"", **kw: Any) -> Any:
-        if subj == subject:
-            seen.append((dict(kw.get("headers") or {}), nc.stats["in_msgs"]))
-        return await real(subj, payload, **kw)
-
-    nc.publish = publish  # type: ignore[method-assign,assignment]
-    return seen
-
-
 def test_one_aggregates_events_in_a_row_go_out_together(
     factory: JetStreamFactory, recorder: JetStreamApplicationRecorder
 ) -> None:
@@ -271,15 +256,16 @@ def test_one_aggregates_events_in_a_row_go_out_together(
     sent before any reply comes back, each checked against the one before it."""
     a = uuid.uuid4()
     recorder.insert_events([_event(a, 1)])
-    sent = _spy_publishes(factory, factory.connection.subject("e", a))
+    subject = factory.connection.subject("e", a)
+    sent = spy_publishes(factory, lambda s: s == subject)
     results = recorder.insert_events_each([[_event(a, 2)], [_event(a, 3)], [_event(a, 4)]])
     assert all(isinstance(r, list) for r in results)
     ids = [r[0] for r in results if isinstance(r, list)]
     assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
     assert _versions(factory, a) == [1, 2, 3, 4]
     assert len(sent) == 3
-    assert len({taken for _, taken in sent}) == 1  # no reply taken in while sending
-    (h1, _), (h2, _), (h3, _) = sent
+    assert len({m.taken_in for m in sent}) == 1  # no reply taken in while sending
+    h1, h2, h3 = (m.headers for m in sent)
     assert "Nats-Expected-Last-Subject-Sequence" in h1
     assert h2["Nats-Expected-Last-Msg-Id"] == h1["Nats-Msg-Id"]
     assert h3["Nats-Expected-Last-Msg-Id"] == h2["Nats-Msg-Id"]
