@@ -5,6 +5,10 @@ task carrying the marker ``loadgen:hang``, which it never answers. So one delibe
 before the stop and one is still waiting on its agents when SIGTERM arrives. After the restart
 the completed one is intact (same status, winner and proposals) and the stuck one ends TIMEOUT on
 its recorded deadline (or at once, if that passed while Fleet was down), never FAILED.
+
+Both starts join the test session's Ray instance (``RAY_ADDRESS``), as the other multi-process
+tests do, rather than each starting one of its own (8-15 s a start on two cores): what is under
+test is the stop and the resume. ``fleet demo``'s test runs a node whose Ray is its own.
 """
 
 from __future__ import annotations
@@ -82,11 +86,14 @@ async def _status(client: FleetClient, task: str, want: int, timeout: float) -> 
     await eventually(reached, timeout=timeout, interval=0.2, what=what)
 
 
-async def test_fleet_up_stops_on_sigterm_and_resumes_every_deliberation(tmp_path: Path) -> None:
+async def test_fleet_up_stops_on_sigterm_and_resumes_every_deliberation(
+    tmp_path: Path, ray_address: str
+) -> None:
     data_dir, log = tmp_path / "data", tmp_path / "fleet-up.log"
     async with LoadGenServer("instant") as endpoint:
         env = {
             **os.environ,
+            "RAY_ADDRESS": ray_address,
             "FLEET_DATA_DIR": str(data_dir),
             "FLEET_GRPC_PORT": str(free_port()),
             "VLLM_URL": endpoint.url,
