@@ -175,3 +175,25 @@ async def test_a_private_neo4j_without_its_jars_names_the_graph_and_make_neo4j(
     assert checks["graph"]["status"] == "fail" and "not set up" in checks["graph"]["detail"]
     assert checks["graph"]["fix"] == "make neo4j"
     assert [n for n, c in checks.items() if c["status"] == "fail"] == ["graph"]
+
+
+async def test_a_private_neo4j_without_its_class_archive_is_a_warning_naming_make_neo4j(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """It starts without one, a third slower: a warning (exit 0), and ok once it is there."""
+    home = tmp_path / "neo4j-home"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "neo4j-kernel-5.26.0.jar").touch()
+    (home / "classes").mkdir()
+    (home / "classes" / "FleetNeo4j.jar").touch()
+    graph_env = {**env, "FLEET_GRAPH": "neo4j", "FLEET_NEO4J_HOME": str(home)}
+
+    code, checks = await _doctor(graph_env)
+    assert checks["graph"]["status"] == "warn", checks["graph"]
+    assert "no class archive" in checks["graph"]["detail"]
+    assert checks["graph"]["fix"] == "make neo4j"
+    assert code == 0
+
+    (home / "classes" / "neo4j.jsa").touch()
+    code, checks = await _doctor(graph_env)
+    assert checks["graph"]["status"] == "ok" and "class archive" in checks["graph"]["detail"]
