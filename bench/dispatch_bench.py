@@ -65,7 +65,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import re
 import shutil
 import statistics
@@ -83,6 +82,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eventsourcing.domain import Aggregate, event
 
+from agent_runtime.cpus import cpu_budget
 from aggregates import Deliberation
 from application.feed import ApplicationEventFeed
 from fleet.bootstrap import FleetNode
@@ -385,7 +385,7 @@ async def run(args: argparse.Namespace) -> None:
         f"{args.in_flight} in flight (closed loop, after {args.warmup} warm-up), "
         f"runtime={args.runtime}, load generator "
         f"{f'+{args.delay * 1000:.0f} ms per call' if args.delay else 'instant'}, "
-        f"endpoint in-flight bound {max_in_flight}, {os.cpu_count()} cores"
+        f"endpoint in-flight bound {max_in_flight}, {cpu_budget().describe()}"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
     if ray_raw is not None:

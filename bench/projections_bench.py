@@ -66,6 +66,7 @@ import nats
 import valkey
 from neo4j import GraphDatabase
 
+from agent_runtime.cpus import cpu_budget
 from aggregates import AgentId, CheckOutcome, Deliberation
 from application.app import FleetApplication
 from fleet.embedded.nats import NatsServer
@@ -453,7 +454,7 @@ def main() -> None:
     stack = contextlib.ExitStack()  # the Neo4j side's server and driver
     try:
         print(
-            f"machine: {sys.platform}, {os.cpu_count()} cores, load average "
+            f"machine: {sys.platform}, {cpu_budget().describe()}, load average "
             f"{os.getloadavg()[0]:.2f}, batch size {args.batch}, graphs {', '.join(engines)}, "
             f"nats {server.url}, cache {vk.url}"
         )

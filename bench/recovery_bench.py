@@ -57,6 +57,7 @@ import nats
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
 from agent_runtime.api import AgentTurn, Sampling
+from agent_runtime.cpus import cpu_budget
 from agent_runtime.nats_backend._wire import QueueNames
 from agent_runtime.nats_backend.runtime import NatsAgentRuntime
 from aggregates import Deliberation, deliberation_id
@@ -405,7 +406,7 @@ async def run(args: argparse.Namespace) -> None:
     print(
         f"recovery after SIGKILL, {args.kills} kills each (worker ack wait {args.ack_wait:g} s, "
         f"dispatcher and projection leases {args.lease:g} s, beats every third of them; "
-        f"{os.cpu_count()} cores, 127.0.0.1)"
+        f"{cpu_budget().describe()}, 127.0.0.1)"
     )
     for w in sorted({args.ack_wait, args.lease}):
         print(line(f"raw JetStream redelivery, {w:g} s wait", r[f"raw {w:g}"]))

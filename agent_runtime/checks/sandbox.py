@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_runtime.checks.sandbox_warm import ForkServer, ForkServerError
+from agent_runtime.cpus import usable_cpus
 
 __all__ = [
     "SANDBOX_MODES",
@@ -83,9 +84,10 @@ SANDBOX_UID_BASE = 61000
 """First uid of the per-slot users a root Fleet runs sandboxes as (they need no passwd entry)."""
 MAX_SLOTS = 8
 """Most runs one process runs at once (each has its own uid)."""
-DEFAULT_SLOTS = min(MAX_SLOTS, max(2, len(os.sched_getaffinity(0))))
+DEFAULT_SLOTS = min(MAX_SLOTS, max(2, usable_cpus()))
 """Runs at once by default: one per core this process may use (at least two), since a run is
-CPU-bound while it lasts and, warm, no longer waits on a process start."""
+CPU-bound while it lasts and, warm, no longer waits on a process start. A cgroup CPU quota (a
+pod's CPU limit) lowers the count (:mod:`agent_runtime.cpus`)."""
 _UID_PROCESSES = 500
 """Processes whose sandbox uids do not overlap (uids 61000 to 64999): pids equal modulo this
 share them, and then a fork bomb in one could make the other's run fail to start a process."""

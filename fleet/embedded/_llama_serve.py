@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import uuid
@@ -45,6 +44,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+
+from agent_runtime.cpus import usable_cpus
 
 __all__ = [
     "ANSWER_CUE",
@@ -306,7 +307,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--alias", required=True, help="the model name clients send")
     parser.add_argument("--n-ctx", type=int, default=2048)
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--threads", type=int, default=usable_cpus())
     return parser.parse_args(argv)
 
 

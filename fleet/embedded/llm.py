@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import sys
 import urllib.request
 from pathlib import Path
 
+from agent_runtime.cpus import usable_cpus
 from fleet.embedded._process import LOOPBACK, ServerProcess, ServerProcessError, free_port
 
 __all__ = ["DEFAULT_ALIAS", "LlamaServer", "gemma_model_path", "llama_cpp_available"]
@@ -75,7 +75,8 @@ class LlamaServer(ServerProcess):
         model_alias: the model name clients send and ``/v1/models`` lists.
         port: a free loopback port when None.
         n_ctx: context window (2048: Gemma 270M and three agents' prompts fit).
-        n_threads: CPU threads for generation; all cores when None.
+        n_threads: CPU threads for generation; every core this process may use when None
+                (a cgroup CPU quota counts, :func:`agent_runtime.cpus.usable_cpus`).
     """
 
     def __init__(
@@ -94,7 +95,7 @@ class LlamaServer(ServerProcess):
             raise ServerProcessError(msg)
         self.model_path = model_path or gemma_model_path()
         self.model_alias = model_alias
-        threads = n_threads or os.cpu_count() or 2
+        threads = n_threads or usable_cpus()
         chosen = port or free_port(host)
         argv = [
             sys.executable, "-m", "fleet.embedded._llama_serve",

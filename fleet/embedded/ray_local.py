@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
+from agent_runtime.cpus import usable_cpus
+
 log = logging.getLogger(__name__)
 
 CLIENT_CONNECT_ATTEMPTS = 3
@@ -87,7 +89,7 @@ def connect_ray(
     temp_dir = Path(tempfile.mkdtemp(prefix="fray-", dir="/tmp"))
     ctx = ray.init(
         include_dashboard=False,
-        num_cpus=num_cpus or max(2, os.cpu_count() or 2),
+        num_cpus=num_cpus or max(2, usable_cpus()),
         object_store_memory=object_store_bytes,
         _temp_dir=str(temp_dir),
         log_to_driver=False,

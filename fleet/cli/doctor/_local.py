@@ -22,7 +22,8 @@ async def check_sandbox(setup: Setup) -> Finding:
     if mode == "off":
         detail = "off: DEV candidates' code is never run, so no check executes it"
         return Finding("sandbox", Status.WARN, where, detail, "FLEET_SANDBOX=auto")
-    from agent_runtime.checks.sandbox import SandboxError, open_sandbox
+    from agent_runtime.checks.sandbox import DEFAULT_SLOTS, SandboxError, open_sandbox
+    from agent_runtime.cpus import cpu_budget
 
     # The probe logs what it found; here the finding says it.
     logging.getLogger("agent_runtime.checks.sandbox").setLevel(logging.ERROR)
@@ -34,7 +35,9 @@ async def check_sandbox(setup: Setup) -> Finding:
     if not box.available:
         detail = f"cannot start ({box.reason}): DEV candidates' code will not run"
         return Finding("sandbox", Status.WARN, where, detail, fix)
-    return Finding("sandbox", Status.OK, where, "bubblewrap runs model code behind walls")
+    detail = "bubblewrap runs model code behind walls"
+    sized = f"{DEFAULT_SLOTS} runs at once for {cpu_budget().describe()}"
+    return Finding("sandbox", Status.OK, where, f"{detail}, {sized}")
 
 
 # Ray ----------------------------------------------------------------------------------------
