@@ -7,7 +7,7 @@ import json
 
 from application.timeline import to_json
 from fleet import render
-from fleet.cli._common import CliError, Subparsers, add_client_options, api_address, console
+from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
 
 
 def register(sub: Subparsers) -> None:
@@ -33,11 +33,9 @@ def parse_params(pairs: list[str] | None) -> dict[str, object]:
 
 
 async def cmd_query(args: argparse.Namespace) -> None:
-    from fleet.client import FleetClient
-
     params = parse_params(args.param)
-    async with FleetClient(api_address(args)) as client:
-        columns, data, truncated = await client.query(args.cypher, params, args.limit)
+    async with client(args) as api:
+        columns, data, truncated = await api.query(args.cypher, params, args.limit)
     if args.json:
         print(to_json({"columns": columns, "rows": data, "truncated": truncated}))
         return

@@ -193,6 +193,9 @@ async def test_tls_client_ca_and_token_from_the_environment_guard_the_node(
     }
     out = await _fleet("result", "never-requested", "--address", secured, env=cli_env)
     assert out.returncode == 1 and "NOT_FOUND" in out.stderr, out.stderr
+    # An API-only node answers a query with where its projections are: the call got through.
+    out = await _fleet("query", "RETURN 1 AS n", "--address", secured, env=cli_env)
+    assert out.returncode == 1 and "no node serves the projections" in out.stderr, out.stderr
 
 
 async def test_message_limits_on_the_node(secured: str, pki: Pki) -> None:
