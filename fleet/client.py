@@ -18,7 +18,6 @@ from typing import Any
 
 import grpc
 
-from aggregates.task_code import ACCEPTANCE_TESTS_KEY
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
 from fleet.orchestrator.v1 import orchestrator_pb2_grpc as pb_grpc
 from lifecycle import AsyncClosing
@@ -122,6 +121,8 @@ class FleetClient(AsyncClosing):
         """Submit a deliberation (``rounds`` 0: the role's council's). ``acceptance_tests``
         (pytest-style Python) travel in ``TaskConstraints.metadata["acceptance_tests"]``, where
         the seed's clients put them."""
+        from aggregates.task_code import ACCEPTANCE_TESTS_KEY  # not at the top: see the module
+
         metadata = {ACCEPTANCE_TESTS_KEY: acceptance_tests} if acceptance_tests else {}
         req = pb.DeliberateRequest(
             task_id=task_id,

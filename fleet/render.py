@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -12,10 +13,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from application.timeline import TimelineEntry
 from fleet.client import failed_agents, status_name
-from fleet.endpoints import Endpoints
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
+
+if TYPE_CHECKING:  # the CLI imports this module for every command; these are types only here
+    from application.timeline import TimelineEntry
+    from fleet.endpoints import Endpoints
 
 STATUS_STYLE = {
     "COMPLETED": "bold green",

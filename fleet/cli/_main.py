@@ -26,7 +26,6 @@ from rich.text import Text
 from fleet import __version__
 from fleet.cli import _help, commands
 from fleet.cli._common import CliError, err
-from fleet.config import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +63,7 @@ def _describe(e: BaseException) -> str:
     anything else gets its type, which often is the clue (``ConnectionRefusedError: …``)."""
     from eventsourcing.persistence import PersistenceError
 
+    from fleet.config import ConfigError
     from fleet.embedded._process import ServerProcessError
     from fleet.grpc.server import ListenError
 

@@ -20,7 +20,6 @@ import sys
 import threading
 from typing import TYPE_CHECKING, cast
 
-from application.timeline import entry, to_json
 from fleet.cli._common import Subparsers, reachable_event_store
 
 if TYPE_CHECKING:
@@ -128,6 +127,8 @@ def _subject(app: FleetApplication, originator_id: UUID | str) -> str:
 
 
 def _line(seq: int, event: FleetEvent, *, as_json: bool) -> str:
+    from application.timeline import entry, to_json
+
     e = entry(event)
     if as_json:
         return to_json(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from application.timeline import to_json
 from fleet import render
 from fleet.cli._common import CliError, Subparsers, add_client_options, client, console
 
@@ -37,6 +36,8 @@ async def cmd_query(args: argparse.Namespace) -> None:
     async with client(args) as api:
         columns, data, truncated = await api.query(args.cypher, params, args.limit)
     if args.json:
+        from application.timeline import to_json
+
         print(to_json({"columns": columns, "rows": data, "truncated": truncated}))
         return
     render.rows(console, columns, data)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
-from application.timeline import History, to_json
 from fleet import render
 from fleet.cli._common import CliError, Subparsers, console, reachable_event_store
+
+if TYPE_CHECKING:
+    from application.timeline import History
 
 
 def register(sub: Subparsers) -> None:
@@ -35,6 +38,8 @@ async def cmd_replay(args: argparse.Namespace) -> None:
 
 
 def print_replay(h: History, task_id: str, *, as_json: bool) -> None:
+    from application.timeline import to_json
+
     d = h.deliberation
     if as_json:
         proposals = [
@@ -90,6 +95,8 @@ async def _replay_council(url: str, stream: str, args: argparse.Namespace) -> No
         for m in c.members.values()
     ]
     if args.json:
+        from application.timeline import to_json
+
         out = {
             "role": c.role.value,
             "council_id": str(c.id),

@@ -10,10 +10,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fleet.config import Settings
-
 if TYPE_CHECKING:
     from fleet.client import ClientSecurity
+    from fleet.config import Settings
 
 T = TypeVar("T")
 

@@ -8,10 +8,13 @@ import logging
 import os
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleet.cli._common import masked
 from fleet.cli.doctor._finding import Finding, Setup, Status, explain, in_thread
-from fleet.config import Settings
+
+if TYPE_CHECKING:
+    from fleet.config import Settings
 
 # The sandbox --------------------------------------------------------------------------------
 
