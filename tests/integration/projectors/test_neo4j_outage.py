@@ -10,7 +10,8 @@ the stored position is the stream's head. The same holds for a kill among live b
 one auto-commit query. A Neo4j that is down before the projector starts is waited for in the
 same way, without holding up the runner's start.
 
-Each test starts Neo4j twice (10-60 s each on a loaded 2-core machine), hence the timeouts.
+Each test restarts Neo4j (10-60 s on a loaded 2-core machine), hence the timeouts; the three share
+one server, each on a database as new.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def _deliberations(n: int) -> list[Deliberation]:
 
 
 @pytest.fixture
-def driver(own_neo4j_server: Neo4jServer) -> Iterator[Driver]:
-    d = GraphDatabase.driver(own_neo4j_server.uri, auth=own_neo4j_server.auth)
+def driver(killable_neo4j_server: Neo4jServer) -> Iterator[Driver]:
+    d = GraphDatabase.driver(killable_neo4j_server.uri, auth=killable_neo4j_server.auth)
     try:
         yield d
     finally:
@@ -96,7 +97,7 @@ def _assert_exactly_once(app: FleetApplication, graph: Neo4jGraph, head: int) ->
 
 
 def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
-    nats_env: dict[str, str], own_neo4j_server: Neo4jServer, driver: Driver
+    nats_env: dict[str, str], killable_neo4j_server: Neo4jServer, driver: Driver
 ) -> None:
     app = FleetApplication(nats_env)
     for _ in range(5):  # 400 deliberations, 3,600 events: several catch-up batches
@@ -117,7 +118,7 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
         assert committed.wait(START_S), "no batch committed"
         # A moment into the next batch (the runner always has one under way during catch-up).
         threading.Event().wait(random.Random(7).uniform(0.05, 0.4))
-        own_neo4j_server.kill()
+        killable_neo4j_server.kill()
         at_kill = runner.position()
         assert 0 < at_kill < backlog, (at_kill, backlog)  # killed mid catch-up
         # While it is down: deliberations keep landing, of every shape the graph draws.
@@ -128,7 +129,7 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
         head = app.recorder.max_notification_id() or 0
         assert runner.running() and runner.error is None, runner.error  # retrying, not dead
         assert runner.position() < head
-        own_neo4j_server.start(timeout=START_S)  # same port and data, after a crash recovery
+        killable_neo4j_server.start(timeout=START_S)  # same port and data, after a crash recovery
         runner.wait(head, timeout=START_S)
         assert runner.error is None
         _assert_exactly_once(app, graph, head)
@@ -139,7 +140,7 @@ def test_a_neo4j_killed_mid_batch_and_restarted_ends_equal_to_the_replay(
 
 
 def test_a_neo4j_killed_under_live_batches_ends_equal_to_the_replay(
-    nats_env: dict[str, str], own_neo4j_server: Neo4jServer, driver: Driver
+    nats_env: dict[str, str], killable_neo4j_server: Neo4jServer, driver: Driver
 ) -> None:
     """Live batches (at most 3 events here: one layer each) are each one auto-commit query,
     which the driver does not retry: a kill between its sending and its answer is the runner's
@@ -173,14 +174,14 @@ def test_a_neo4j_killed_under_live_batches_ends_equal_to_the_replay(
         lander.start()
         committed.clear()
         assert committed.wait(30), "no live batch committed"
-        own_neo4j_server.kill()  # a live batch under way, or about to be
+        killable_neo4j_server.kill()  # a live batch under way, or about to be
         with more:  # and more land while it is down
             target = landed[0] + 5
             assert more.wait_for(lambda: landed[0] >= target, timeout=30)
         stop.set()
         lander.join(30)
         assert runner.running() and runner.error is None, runner.error
-        own_neo4j_server.start(timeout=START_S)
+        killable_neo4j_server.start(timeout=START_S)
         head = app.recorder.max_notification_id() or 0
         runner.wait(head, timeout=CAUGHT_UP_S)
         assert runner.error is None
@@ -204,10 +205,10 @@ def _expected_proposals(app: FleetApplication) -> int:
 
 
 def test_a_projector_started_while_neo4j_is_down_waits_and_catches_up(
-    nats_env: dict[str, str], own_neo4j_server: Neo4jServer, driver: Driver
+    nats_env: dict[str, str], killable_neo4j_server: Neo4jServer, driver: Driver
 ) -> None:
     app = FleetApplication(nats_env)
-    own_neo4j_server.stop()  # down before the projector starts, its schema not yet set up
+    killable_neo4j_server.stop()  # down before the projector starts, its schema not yet set up
     app.save(*_deliberations(30))
     scenarios.debated(app)
     graph = Neo4jGraph(driver)
@@ -223,7 +224,7 @@ def test_a_projector_started_while_neo4j_is_down_waits_and_catches_up(
         with pytest.raises(TimeoutError):
             runner.wait(head, timeout=2)
         assert runner.running() and runner.error is None, runner.error
-        own_neo4j_server.start(timeout=START_S)
+        killable_neo4j_server.start(timeout=START_S)
         back = time.monotonic()
         runner.wait(head, timeout=CAUGHT_UP_S)  # the runner's pause is 5 s at most
         print(f"start {started_s:.1f} s; caught up {time.monotonic() - back:.1f} s after Neo4j")
