@@ -121,7 +121,8 @@ class FleetClient(AsyncClosing):
         """Submit a deliberation (``rounds`` 0: the role's council's). ``acceptance_tests``
         (pytest-style Python) travel in ``TaskConstraints.metadata["acceptance_tests"]``, where
         the seed's clients put them."""
-        from aggregates.task_code import ACCEPTANCE_TESTS_KEY  # not at the top: see the module
+        # Here, not at the top: the aggregates take ~0.2 s to import; most commands never submit.
+        from aggregates.task_code import ACCEPTANCE_TESTS_KEY
 
         metadata = {ACCEPTANCE_TESTS_KEY: acceptance_tests} if acceptance_tests else {}
         req = pb.DeliberateRequest(
