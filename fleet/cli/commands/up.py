@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
 from fleet import render
 from fleet.cli._common import CliError, Subparsers, console, settings
+from lifecycle.collector import tune_collector
 
 if TYPE_CHECKING:
     from fleet.bootstrap import FleetNode
 
 log = logging.getLogger(__name__)
-
-GC_THRESHOLDS = (50_000, 20, 100)
-"""The cyclic collector's thresholds once the node is up (Python's are 700, 10, 10).
-
-A running node allocates fast (events, aggregates, messages) and keeps what it caches, so with
-the defaults the collector ran a young pass every few hundred allocations and a full pass over
-every cached aggregate and event several times a burst: 20-50 ms each, with the whole process
-stopped. In one ``fleet up`` under a burst of submits (``bench/burst_bench.py --layout one``)
-these thresholds took submit p99 from 63-107 to 37-79 ms, alternated on one machine. Reference
-counting still frees everything without a cycle at once; only cyclic garbage waits longer."""
 
 
 def register(sub: Subparsers) -> None:
@@ -105,18 +95,6 @@ async def cmd_up(args: argparse.Namespace) -> None:
         # Non-zero, so a supervisor (systemd, Kubernetes) restarts it; the events hold the work.
         raise CliError(f"Fleet stopped because a part failed: {failure}", code=1)
     console.print("stopped.")
-
-
-def tune_collector() -> None:
-    """Once the node is up: keep what start-up allocated out of the collector's passes, and
-    collect young objects less often (``GC_THRESHOLDS``).
-
-    Everything allocated so far (modules, Ray, gRPC, caches) lives as long as the process; full
-    passes would otherwise scan all of it each time, pauses that the projections, the dispatcher
-    and the API would all feel as latency.
-    """
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def _until_stopped_or_failed(stop: asyncio.Event, node: FleetNode) -> str | None:

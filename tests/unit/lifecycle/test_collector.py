@@ -1,6 +1,5 @@
-"""``fleet up`` tunes the cyclic collector once the node is up (``tune_collector``): what start-up
-allocated is frozen out of the collector's passes, and young passes run less often. The latency
-it buys is measured by ``bench/burst_bench.py`` (docs/journal.md, 2026-11-27, afternoon)."""
+"""A long-running process tunes the cyclic collector once it is up (``tune_collector``): what
+start-up allocated is frozen out of the collector's passes, and young passes run less often."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fleet.cli.commands.up import GC_THRESHOLDS, tune_collector
+from lifecycle.collector import GC_THRESHOLDS, tune_collector
 
 
 @pytest.fixture
