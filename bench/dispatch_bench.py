@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
 import shutil
 import statistics
@@ -83,11 +84,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eventsourcing.domain import Aggregate, event
 
 from agent_runtime.cpus import cpu_budget
+from agent_runtime.ray_backend.runtime import RayAgentRuntime
 from aggregates import Deliberation
 from application.feed import ApplicationEventFeed
+from bench import cpu_use
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.embedded._process import free_port
+
+CPU_KINDS: tuple[cpu_use.Kind, ...] = (
+    ("this process (dispatcher, store, cache projection)", lambda pid, _: pid == os.getpid()),
+    ("agent actors", lambda _, cmd: cmd.startswith("ray::AgentActor")),
+    ("sandboxes", lambda _, cmd: "forkserver" in cmd or cmd.startswith("bwrap")),
+    ("ruff", lambda _, cmd: "ruff" in cmd.split(" ", 1)[0]),
+    ("nats-server", lambda _, cmd: "nats-server" in cmd.split(" ", 1)[0]),
+    ("load generator", lambda _, cmd: "fleet_testing.loadgen" in cmd),
+    ("Valkey", lambda _, cmd: "redis-server" in cmd or "valkey-server" in cmd),
+    ("Ray's own", lambda _, cmd: cmd.startswith("ray::") or "/ray/" in cmd),
+)
+"""Where a saturated run's CPU goes (``bench.cpu_use``), by process."""
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: the load generator (fleet_testing, in no wheel) runs from here."""
@@ -331,9 +346,15 @@ async def run(args: argparse.Namespace) -> None:
             if args.warmup:
                 await batch(args.warmup, "warmup")
             groups0 = store.groups_committed
+            ray_runtime = node.runtime if isinstance(node.runtime, RayAgentRuntime) else None
+            ray0 = None if ray_runtime is None else ray_runtime.ray_calls
+            cpu0, busy0 = cpu_use.snapshot(), cpu_use.machine_busy_s()
             t0 = time.perf_counter()
             ids, wall = await batch(args.deliberations, "run")
+            cpu = cpu_use.spent_by_kind(cpu0, cpu_use.snapshot(), CPU_KINDS)
+            busy = cpu_use.machine_busy_s() - busy0
             groups = store.groups_committed - groups0
+            ray_calls = None if ray_runtime is None else ray_runtime.ray_calls - (ray0 or 0)
             await node.wait_projected(120)
             if cache_runner is not None:
                 head = await asyncio.to_thread(app.recorder.max_notification_id) or 0
@@ -441,6 +462,17 @@ async def run(args: argparse.Namespace) -> None:
         print(
             f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
             f"each one crossing to the store; creates not counted)"
+        )
+    if saturated:
+        parts = ", ".join(f"{k} {1000 * v / n:.1f}" for k, v in cpu.items() if v >= 0.0005 * n)
+        print(
+            f"  CPU per deliberation             {1000 * busy / n:.1f} ms, the machine busy "
+            f"{busy / wall / (os.cpu_count() or 1):.0%} of its cores; by process (ms): {parts}"
+        )
+    if ray_calls is not None:
+        print(
+            f"  Ray calls from the dispatcher    {ray_calls} ({ray_calls / n:.1f} per "
+            "deliberation: batches, lone calls and collects)"
         )
     print(
         f"  deliberations                    {n / wall:7.1f} /s (to Completed); "
