@@ -91,6 +91,7 @@ from bench import cpu_use
 from fleet.bootstrap import FleetNode
 from fleet.config import Settings
 from fleet.embedded._process import free_port
+from lifecycle.collector import tune_collector
 
 CPU_KINDS: tuple[cpu_use.Kind, ...] = (
     ("this process (dispatcher, store, cache projection)", lambda pid, _: pid == os.getpid()),
@@ -284,6 +285,7 @@ async def run(args: argparse.Namespace) -> None:
             cache_runner, board = None, None
             if "projectors" not in settings.components:
                 cache_runner, board, stop_cache = start_cache_projection(app, tmp)
+            tune_collector()  # as ``fleet up`` does once its node is up
             raw = await asyncio.to_thread(save_rate, app, args.raw_saves)
             idle_s = min(max(args.delay, 0.2), 0.5)
             ray_raw = await ray_round_trips(idle_s) if args.runtime == "ray" else None

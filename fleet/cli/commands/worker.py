@@ -85,6 +85,7 @@ async def cmd_worker(args: argparse.Namespace) -> None:
     from fleet import logs
     from fleet.agents import start_workers
     from fleet.bootstrap import read_run_file
+    from lifecycle.collector import tune_collector
 
     overrides: dict[str, Any] = {
         "worker_concurrency": args.concurrency,
@@ -127,6 +128,7 @@ async def cmd_worker(args: argparse.Namespace) -> None:
         )
         names = workers[0].names
         where = await _serve_metrics(stack, s, str(nats_url), names, roles)
+        tune_collector()  # as ``fleet up`` does: a long-running process, now started
         console.print(
             f"worker serving {', '.join(roles)} x{s.worker_concurrency} "
             f"from {names.work_stream} on {nats_url}; model endpoint {llm_url}{where}"

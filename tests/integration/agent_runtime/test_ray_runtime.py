@@ -232,6 +232,27 @@ async def test_real_gemma_answers_through_ray(llm_server: LlamaServer) -> None:
         await runtime.close()
 
 
+def _collector(_actor: object) -> tuple[tuple[int, int, int], int]:
+    import gc
+
+    return gc.get_threshold(), gc.get_freeze_count()
+
+
+async def test_an_actor_collects_as_a_long_running_process(loadgen: LoadGenServer) -> None:
+    """An actor's process is long-running: its collector runs as ``fleet up``'s does (what
+    start-up allocated frozen, young passes rarer), not at Python's defaults."""
+    from lifecycle.collector import GC_THRESHOLDS
+
+    runtime = await RayAgentRuntime.start(loadgen.url, "loadgen", ["DEV"], 1, retry=FAST_RETRY)
+    try:
+        actor = runtime.actor_for("DEV", "agent-dev-0")
+        thresholds, frozen = await actor.__ray_call__.remote(_collector)
+        assert tuple(thresholds) == GC_THRESHOLDS
+        assert frozen > 10_000  # Ray, aiohttp and the member: not an empty freeze
+    finally:
+        await runtime.close()
+
+
 async def test_a_killed_actor_is_restarted_and_serves_again(loadgen: LoadGenServer) -> None:
     import ray
 
