@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NewType
 
@@ -102,7 +102,15 @@ class CheckOutcome:
         return self.passed and self.ran
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Spelled out: ``dataclasses.asdict`` recurses through every value (21 µs here against
+        # 1 µs), and a deliberation stores a score's checks once per candidate.
+        return {
+            "check_type": self.check_type,
+            "passed": self.passed,
+            "score": self.score,
+            "message": self.message,
+            "details": dict(self.details),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckOutcome:
@@ -145,7 +153,13 @@ class PeerReview:
     source: str = "structured"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {  # spelled out, as ``CheckOutcome.as_dict``
+            "reviewer": self.reviewer,
+            "target": self.target,
+            "score": self.score,
+            "text": self.text,
+            "source": self.source,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PeerReview:
