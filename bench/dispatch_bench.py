@@ -353,7 +353,9 @@ async def run(args: argparse.Namespace) -> None:
             cpu0, busy0 = cpu_use.snapshot(), cpu_use.machine_busy_s()
             t0 = time.perf_counter()
             ids, wall = await batch(args.deliberations, "run")
-            cpu = cpu_use.spent_by_kind(cpu0, cpu_use.snapshot(), CPU_KINDS)
+            cpu = cpu_use.spent_by_kind(
+                cpu0, cpu_use.snapshot(), CPU_KINDS, frozenset({"sandboxes"})
+            )
             busy = cpu_use.machine_busy_s() - busy0
             groups = store.groups_committed - groups0
             ray_calls = None if ray_runtime is None else ray_runtime.ray_calls - (ray0 or 0)
@@ -466,6 +468,9 @@ async def run(args: argparse.Namespace) -> None:
             f"each one crossing to the store; creates not counted)"
         )
     if saturated:
+        # What processes that ended inside the window spent (a sandbox retired after its 500
+        # runs, with its runs) is in no snapshot: the machine's busy time less the rest.
+        cpu["ended meanwhile (retired sandboxes)"] = busy - sum(cpu.values())
         parts = ", ".join(f"{k} {1000 * v / n:.1f}" for k, v in cpu.items() if v >= 0.0005 * n)
         print(
             f"  CPU per deliberation             {1000 * busy / n:.1f} ms, the machine busy "
