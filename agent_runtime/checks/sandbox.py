@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent_runtime.checks.sandbox_warm import ForkServer, ForkServerError
-from agent_runtime.cpus import usable_cpus
+from agent_runtime.cpus import cpu_budget, usable_cpus
 
 __all__ = [
     "SANDBOX_MODES",
@@ -159,10 +159,17 @@ class SandboxState:
     """Whether model code runs there (behind bubblewrap's walls)."""
     reason: str
     """Why not, as the probe found it ("" when ``available``)."""
+    slots: int = 0
+    """Runs at once in that process (0: none run there)."""
+    cpus: str = ""
+    """The CPUs that process may use, which its slots are sized by (``CpuBudget.describe``:
+    "2 cores", or "1 core (cgroup quota 0.5 of 2)" under a container's CPU limit); "" where
+    nothing runs, or from a process older than this field."""
 
     @classmethod
     def of(cls, mode: str, box: Sandbox) -> SandboxState:
-        return cls(mode=mode, available=box.available, reason=box.reason)
+        cpus = cpu_budget().describe() if box.available else ""
+        return cls(mode, box.available, box.reason, slots=box.slots, cpus=cpus)
 
 
 class Sandbox(Protocol):
@@ -176,6 +183,11 @@ class Sandbox(Protocol):
     @property
     def reason(self) -> str:
         """Why runs do not execute ("" when ``available``)."""
+        ...
+
+    @property
+    def slots(self) -> int:
+        """Runs at once (0 when none run); the rest wait."""
         ...
 
     def run(
@@ -206,6 +218,10 @@ class DisabledSandbox:
     @property
     def reason(self) -> str:
         return self._reason
+
+    @property
+    def slots(self) -> int:
+        return 0
 
     def run(
         self,
@@ -267,6 +283,10 @@ class BwrapSandbox:
     @property
     def reason(self) -> str:
         return ""
+
+    @property
+    def slots(self) -> int:
+        return len(self._servers)
 
     @property
     def warm(self) -> bool:

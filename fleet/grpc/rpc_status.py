@@ -46,6 +46,7 @@ async def node_status(services: ApiServices) -> pb.GetNodeStatusResponse:
     if box is not None:
         resp.sandbox.mode, resp.sandbox.available = box.mode, box.available
         resp.sandbox.reason = box.reason
+        resp.sandbox.slots, resp.sandbox.cpus = box.slots, box.cpus
     return resp
 
 

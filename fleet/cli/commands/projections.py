@@ -48,6 +48,10 @@ class _SandboxJson(TypedDict):
     mode: str
     available: bool
     reason: str
+    slots: int
+    """Runs at once in each process that runs checks (0: none, or a node older than the field)."""
+    cpus: str
+    """The CPUs such a process may use, which its slots are sized by."""
 
 
 def _sandbox(resp: pb.GetNodeStatusResponse) -> _SandboxJson | None:
@@ -55,7 +59,13 @@ def _sandbox(resp: pb.GetNodeStatusResponse) -> _SandboxJson | None:
     if not resp.HasField("sandbox"):
         return None
     b = resp.sandbox
-    return {"mode": b.mode, "available": b.available, "reason": b.reason}
+    return {
+        "mode": b.mode,
+        "available": b.available,
+        "reason": b.reason,
+        "slots": b.slots,
+        "cpus": b.cpus,
+    }
 
 
 def _status_json(resp: pb.GetNodeStatusResponse) -> dict[str, object]:
@@ -95,7 +105,9 @@ async def cmd_status(args: argparse.Namespace) -> None:
     if box is None:
         console.print("sandbox: not known on this node (no agents here, or `fleet worker`s)")
     elif box["available"]:
-        console.print(f"sandbox: bubblewrap (FLEET_SANDBOX={box['mode']})")
+        n = box["slots"]
+        sized = f", {n} run{'s' * (n != 1)} at once per process for {box['cpus']}" if n else ""
+        console.print(f"sandbox: bubblewrap (FLEET_SANDBOX={box['mode']}){sized}", highlight=False)
     else:
         console.print(
             f"[red]sandbox unavailable[/] (FLEET_SANDBOX={box['mode']}): {escape(box['reason'])}; "

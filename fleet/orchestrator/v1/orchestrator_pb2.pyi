@@ -416,14 +416,18 @@ class ProjectionStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., position: _Optional[int] = ..., lag_events: _Optional[int] = ..., lag_seconds: _Optional[float] = ...) -> None: ...
 
 class SandboxStatus(_message.Message):
-    __slots__ = ("mode", "available", "reason")
+    __slots__ = ("mode", "available", "reason", "slots", "cpus")
     MODE_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
     mode: str
     available: bool
     reason: str
-    def __init__(self, mode: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+    slots: int
+    cpus: str
+    def __init__(self, mode: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ..., slots: _Optional[int] = ..., cpus: _Optional[str] = ...) -> None: ...
 
 class GetNodeStatusResponse(_message.Message):
     __slots__ = ("version", "stream_head", "projections", "deliberations_in_flight", "endpoints", "sandbox")

@@ -87,7 +87,8 @@ async function projectionsPage() {
 // Where this node's agent checks run model code, as those processes found it at start.
 function sandboxEl(b) {
   if (!b) return el("p", { id: "sandbox", class: "muted" }, "not known here: this node runs no agents, or its checks run in `fleet worker` processes (each logs its sandbox at start)");
-  if (b.available) return el("p", { id: "sandbox" }, `bubblewrap (FLEET_SANDBOX=${b.mode}): model code runs behind walls`);
+  const sized = b.slots ? `, ${b.slots} run${b.slots === 1 ? "" : "s"} at once per process for ${b.cpus || "its cores"}` : "";
+  if (b.available) return el("p", { id: "sandbox" }, `bubblewrap (FLEET_SANDBOX=${b.mode}): model code runs behind walls${sized}`);
   return el("p", { id: "sandbox", class: "error" }, `unavailable (FLEET_SANDBOX=${b.mode}): ${b.reason}. Model code does not run; DEV checks say "not run".`);
 }
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import grpc
 import pytest
 
+from agent_runtime.checks.sandbox import DEFAULT_SLOTS
+from agent_runtime.cpus import cpu_budget
 from fleet.embedded._process import free_port
 from fleet.embedded.nats import NatsServer
 from fleet.orchestrator.v1 import orchestrator_pb2 as pb
@@ -106,6 +108,7 @@ async def test_a_node_whose_sandbox_cannot_start_warns_once_and_shows_why(
         # The probe's reason is bwrap's own words about the namespace it could not create.
         assert "bwrap" in status.sandbox.reason and "namespace" in status.sandbox.reason
         assert status.sandbox.reason in warnings[0]
+        assert (status.sandbox.slots, status.sandbox.cpus) == (0, "")  # nothing runs there
         shown = await _fleet("projections", "status", "--address", address)
         assert shown.returncode == 0, shown.stderr
         assert "sandbox unavailable" in shown.stdout and "FLEET_SANDBOX=auto" in shown.stdout
@@ -143,6 +146,18 @@ async def test_the_same_node_with_namespaces_has_its_sandbox(
         ), up.tail()
         assert "sandbox unavailable" not in up.tail(100_000)
         assert not any("sandbox" in p for p in await _status_problems(address))
+        # How many candidates run at once there, and the cores that was sized by: this machine's,
+        # as the node's process reads them (a container's CPU limit would show here).
+        assert (status.sandbox.slots, status.sandbox.cpus) == (
+            DEFAULT_SLOTS,
+            cpu_budget().describe(),
+        )
+        shown = await _fleet("projections", "status", "--address", address)
+        assert shown.returncode == 0, shown.stderr
+        assert (
+            f"{DEFAULT_SLOTS} runs at once per process for {cpu_budget().describe()}"
+            in shown.stdout
+        ), shown.stdout
     finally:
         up.stop()
 

@@ -379,6 +379,8 @@ async def test_plans_councils_projections_events_and_cypher_pages(console: Conso
     assert box is not None
     shown = await page.locator("#sandbox").inner_text()
     assert f"FLEET_SANDBOX={box.mode}" in shown and ("behind walls" in shown) == box.available
+    if box.available:
+        assert f"{box.slots} runs at once per process for {box.cpus}" in shown, shown
     await page.click("text=Verify")
     await page.locator("#verify-result", has_text="compared").wait_for(timeout=30000)
 
