@@ -486,11 +486,14 @@ async def run(args: argparse.Namespace) -> None:
         f"{n / wall_cache:.1f} /s including the cache projection caught up"
     )
     if saturated:
-        ok = whole >= 300 and cached.get("COMPLETED", 0) == n - len(failed)
+        # Two goals: an absolute rate, and the performance issue's ratio to the same run's
+        # raw saves (the one a faster or slower machine does not move). Both must be read.
+        all_cached = cached.get("COMPLETED", 0) == n - len(failed)
+        ok_rate, ok_ratio = whole >= 300 and all_cached, whole >= 3 * raw and all_cached
         print(
             f"  target ≥ 300 agent calls/s (saturated, whole path to the cache): {whole:.0f} "
-            f"calls/s = {whole / raw:.2f} × the {raw:.0f} raw saves/s → "
-            f"{'MET' if ok else 'NOT MET'}"
+            f"calls/s → {'MET' if ok_rate else 'NOT MET'}; target ≥ 3 × the raw saves: "
+            f"{whole / raw:.2f} × the {raw:.0f} raw saves/s → {'MET' if ok_ratio else 'NOT MET'}"
         )
     else:
         ok50, ok99 = pct(overhead, 50) <= 20, pct(overhead, 99) <= 100
