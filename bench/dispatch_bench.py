@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/dispatch_bench.py [--deliberations 300] [--in-flight 50]
         [--runtime ray|local] [--no-peer-review] [--delay 1.0]
-        [--max-in-flight N] [--warmup 10] [--sandbox auto|bwrap|off] [--compare N]
+        [--max-in-flight N] [--warmup 10] [--sandbox auto|bwrap|off] [--compare N] [--idle S]
+        [--dispatch-concurrency N]
 
 ``--compare N`` runs the same bench N times with ``--sandbox off`` and N times with ``auto``,
 alternating back to back, and prints what the executed checks (DEV candidates run in the
@@ -56,6 +57,10 @@ measured is Fleet's own cost, never model quality. Two figures, from two kinds o
 
 The first ``--warmup`` deliberations (not counted) warm the actors, sessions and caches.
 
+Every run also prints its CPU per deliberation by process (``bench.cpu_use``), and ``--idle S``
+adds what the warm node spends over S seconds with nothing to do: together, what a core carries
+at a model's pace and at saturation (``docs/operations.md``, "Sizing").
+
 (Over 400 lines on purpose: one script, so that what is measured, how, and how it is reported
 stay side by side and can be read in one go.)
 """
@@ -103,7 +108,7 @@ CPU_KINDS: tuple[cpu_use.Kind, ...] = (
     ("Valkey", lambda _, cmd: "redis-server" in cmd or "valkey-server" in cmd),
     ("Ray's own", lambda _, cmd: cmd.startswith("ray::") or "/ray/" in cmd),
 )
-"""Where a saturated run's CPU goes (``bench.cpu_use``), by process."""
+"""Where a run's CPU goes (``bench.cpu_use``), by process."""
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: the load generator (fleet_testing, in no wheel) runs from here."""
@@ -253,6 +258,19 @@ async def ray_round_trips(idle_s: float) -> tuple[float, float]:
     return statistics.median(hot), statistics.median(idle)
 
 
+async def idle_cpu(seconds: float) -> tuple[float, float, dict[str, float]]:
+    """``--idle``: what the warm node spends doing nothing for ``seconds`` (after a few to
+    let the warm-up's work end): the wall time, the machine's busy seconds, and each process
+    kind's (``CPU_KINDS``). A node pays this whatever its rate, so it is what a quiet hour costs
+    and what sizing adds to the CPU per deliberation."""
+    await asyncio.sleep(3)
+    cpu0, busy0 = cpu_use.snapshot(), cpu_use.machine_busy_s()
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    cpu = cpu_use.spent_by_kind(cpu0, cpu_use.snapshot(), CPU_KINDS, frozenset({"sandboxes"}))
+    return time.perf_counter() - t0, cpu_use.machine_busy_s() - busy0, cpu
+
+
 async def run(args: argparse.Namespace) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -276,8 +294,10 @@ async def run(args: argparse.Namespace) -> None:
         agent_call_timeout=30.0,
         plan_consumer=False,
         sandbox=args.sandbox,
+        dispatch_concurrency=args.dispatch_concurrency,
     )
     stop_cache = None
+    idle: tuple[float, float, dict[str, float]] | None = None
     try:
         async with FleetNode(settings) as node:
             assert node.app is not None and node.store is not None
@@ -347,6 +367,8 @@ async def run(args: argparse.Namespace) -> None:
 
             if args.warmup:
                 await batch(args.warmup, "warmup")
+            if args.idle:
+                idle = await idle_cpu(args.idle)
             groups0 = store.groups_committed
             ray_runtime = node.runtime if isinstance(node.runtime, RayAgentRuntime) else None
             ray0 = None if ray_runtime is None else ray_runtime.ray_calls
@@ -413,6 +435,16 @@ async def run(args: argparse.Namespace) -> None:
         f"endpoint in-flight bound {max_in_flight}, {cpu_budget().describe()}"
     )
     print(f"  raw event-store save rate (same run, sequential): {raw:8.0f} saves/s")
+    if idle is not None:
+        idle_wall, idle_busy, idle_by = idle
+        shown = ", ".join(
+            f"{k} {1000 * v / idle_wall:.1f}" for k, v in idle_by.items() if v >= 0.0005 * idle_wall
+        )
+        print(
+            f"  idle node ({idle_wall:.0f} s, no deliberation): the machine busy "
+            f"{1000 * idle_busy / idle_wall:.0f} ms/s ({idle_busy / idle_wall:.1%} of one core); "
+            f"by process (ms/s): {shown}"
+        )
     if ray_raw is not None:
         print(
             f"  raw Ray actor call (same run, p50): {ray_raw[0]:.1f} ms back to back, "
@@ -467,15 +499,15 @@ async def run(args: argparse.Namespace) -> None:
             f"  dispatcher group saves           {groups} ({groups / n:.1f} per deliberation; "
             f"each one crossing to the store; creates not counted)"
         )
-    if saturated:
-        # What processes that ended inside the window spent (a sandbox retired after its 500
-        # runs, with its runs) is in no snapshot: the machine's busy time less the rest.
-        cpu["ended meanwhile (retired sandboxes)"] = busy - sum(cpu.values())
-        parts = ", ".join(f"{k} {1000 * v / n:.1f}" for k, v in cpu.items() if v >= 0.0005 * n)
-        print(
-            f"  CPU per deliberation             {1000 * busy / n:.1f} ms, the machine busy "
-            f"{busy / wall / (os.cpu_count() or 1):.0%} of its cores; by process (ms): {parts}"
-        )
+    # What processes that ended inside the window spent (a sandbox retired after its 500
+    # runs, with its runs) is in no snapshot: the machine's busy time less the rest. Printed at
+    # a model's pace too: there it says what a core carries (docs/operations.md, "Sizing").
+    cpu["ended meanwhile (retired sandboxes)"] = busy - sum(cpu.values())
+    parts = ", ".join(f"{k} {1000 * v / n:.1f}" for k, v in cpu.items() if v >= 0.0005 * n)
+    print(
+        f"  CPU per deliberation             {1000 * busy / n:.1f} ms, the machine busy "
+        f"{busy / wall / (os.cpu_count() or 1):.0%} of its cores; by process (ms): {parts}"
+    )
     if ray_calls is not None:
         print(
             f"  Ray calls from the dispatcher    {ray_calls} ({ray_calls / n:.1f} per "
@@ -586,6 +618,20 @@ def main() -> None:
         "--worst", type=int, default=0, help="also list the N slowest deliberations, step by step"
     )
     p.add_argument("--threads", type=int, default=32, help="worker threads for store calls")
+    p.add_argument(
+        "--dispatch-concurrency",
+        type=int,
+        default=Settings.dispatch_concurrency,
+        metavar="N",
+        help="deliberations the node drives at once (FLEET_DISPATCH_CONCURRENCY; 0: no bound)",
+    )
+    p.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="also measure the warm node's CPU over S seconds with no deliberation",
+    )
     p.add_argument(
         "--components",
         default="dispatcher,agents",
